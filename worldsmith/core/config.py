@@ -1,0 +1,178 @@
+"""One configuration: defaults < `worldsmith.toml` < `WORLDSMITH_*` environment < CLI flags.
+
+Nested keys use `__` in the environment (`WORLDSMITH_LLM__DEFAULT__MODEL=...`) and dots on the CLI
+(`--set llm.default.model=...`). Unknown keys are an error wherever they come from.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from worldsmith.llm.config import LLMConfig
+from worldsmith.tools.sandbox.config import SandboxConfig
+
+ENV_PREFIX = "WORLDSMITH_"
+CONFIG_FILE_ENV = "WORLDSMITH_CONFIG"
+DEFAULT_CONFIG_FILE = "worldsmith.toml"
+_toml_path: contextvars.ContextVar[Path | None] = contextvars.ContextVar("worldsmith_toml", default=None)
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the key and the source to fix."""
+
+
+def _default_home() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "worldsmith"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class AnalystConfig(Section):
+    max_turns: int = Field(10, ge=1, le=100, description="assistant turns before the analyst must stop (turns)")
+    max_observation_chars: int = Field(4000, ge=200, description="interpreter output shown to the model per turn (characters)")
+    profile_chars: int = Field(6000, ge=500, description="budget for the workspace profile in the first prompt (characters)")
+    cell_timeout_s: float = Field(60.0, gt=0, description="wall-clock limit per code cell (seconds)")
+    max_tokens: int = Field(1024, ge=64, description="completion budget per assistant turn (tokens)")
+    format_retries: int = Field(2, ge=0, le=5, description="re-asks when an answer lacks the requested @name[value] tags")
+    verify_answer: bool = Field(True, description="ask the model to check its answer against the requested format once")
+
+
+class EvalConfig(Section):
+    samples: int = Field(1, ge=1, description="trajectories per task (pass@1 is the mean over samples)")
+    concurrency: int = Field(1, ge=1, description="tasks solved at once (the embedded model serialises anyway)")
+    temperature_when_sampling: float = Field(0.7, ge=0, description="temperature used when samples > 1")
+
+
+class WorldConfig(Section):
+    rows: int = Field(20_000, ge=100, description="canonical rows of the main entity table")
+    seed: int = Field(0, description="default seed for world generation")
+    contract_retries: int = Field(2, ge=0, le=5, description="contract-writer retries after validation errors")
+
+
+class Settings(BaseSettings):
+    """Effective configuration of a worldsmith process."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid",
+                                      validate_assignment=True, nested_model_default_partial_update=True)
+
+    home: Path = Field(default_factory=_default_home, description="cache root: assembled models, LLM response cache")
+    runs_dir: Path = Field(Path("runs"), description="where run directories (log, config, report) are created")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    analyst: AnalystConfig = Field(default_factory=AnalystConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    world: WorldConfig = Field(default_factory=WorldConfig)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = _toml_path.get()
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    def masked(self) -> dict[str, Any]:
+        """The configuration as plain data with every secret replaced by '***' (or null when unset)."""
+        return _mask(self.model_dump(mode="python"))
+
+
+def _mask(obj: Any) -> Any:
+    if isinstance(obj, SecretStr):
+        return "***" if obj.get_secret_value() else ""
+    if isinstance(obj, dict):
+        return {k: ("***" if _secret_key(k) and v not in (None, "") and not isinstance(v, dict) else _mask(v))
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_mask(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def _secret_key(key: str) -> bool:
+    k = key.lower()
+    return k.endswith(("api_key", "token", "secret", "password")) and not k.endswith("_env")
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """`["llm.default.model=x", "analyst.max_turns=5"]` → nested dict. Values parse as JSON when they can."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set analyst.max_turns=5")
+        key, raw = pair.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise ConfigError(f"--set {pair!r}: empty key")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {pair!r}: {p} is set both as a value and as a section")
+        node[parts[-1]] = value
+    return out
+
+
+def _check_env_keys() -> None:
+    """pydantic-settings ignores unknown WORLDSMITH_* variables; we refuse them so a typo is never silent."""
+    top = set(Settings.model_fields)
+    for name in os.environ:
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_FILE_ENV:
+            continue
+        head = name[len(ENV_PREFIX):].split("__", 1)[0].lower()
+        if head not in top:
+            raise ConfigError(f"environment variable {name}: unknown setting {head!r} (known: {', '.join(sorted(top))})")
+
+
+def load_settings(config_file: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Build the effective settings. `config_file` (or $WORLDSMITH_CONFIG, or ./worldsmith.toml if present)."""
+    path: Path | None
+    if config_file is not None:
+        path = Path(config_file)
+    elif os.environ.get(CONFIG_FILE_ENV):
+        path = Path(os.environ[CONFIG_FILE_ENV])
+    else:
+        path = Path(DEFAULT_CONFIG_FILE) if Path(DEFAULT_CONFIG_FILE).is_file() else None
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path}: invalid TOML ({exc})") from exc
+    _check_env_keys()
+    token = _toml_path.set(path)
+    try:
+        return Settings(**(overrides or {}))
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, path)) from exc
+    finally:
+        _toml_path.reset(token)
+
+
+def _explain(exc: ValidationError, path: Path | None) -> str:
+    where = f" (sources: CLI flags, {ENV_PREFIX}* environment" + (f", {path})" if path else ")")
+    lines = []
+    for e in exc.errors():
+        key = ".".join(str(p) for p in e["loc"])
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        lines.append(f"{key}: {msg}")
+    return "invalid configuration" + where + ": " + "; ".join(lines)

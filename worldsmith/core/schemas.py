@@ -1,0 +1,298 @@
+"""Shared contracts (DESIGN.md, "Key contracts").
+
+Every artifact that crosses a module boundary or touches disk is one of these models. They are read back
+through the same model, so a field added here is a field every pipeline agrees on.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = "1"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Model(BaseModel):
+    """Base for contracts: unknown fields are an error, so a typo never silently drops data."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# --------------------------------------------------------------------------------------------- answers
+
+
+class Tolerance(Model):
+    """Numeric tolerance: a value passes if it is within `abs` OR within `rel` (relative) of the expected one."""
+
+    abs: float | None = Field(None, ge=0, description="absolute tolerance, same unit as the value")
+    rel: float | None = Field(None, ge=0, description="relative tolerance as a fraction (0.03 = 3%)")
+
+    def accepts(self, expected: float, got: float) -> bool:
+        if math.isnan(expected) or math.isnan(got):
+            return False
+        diff = abs(expected - got)
+        if self.abs is None and self.rel is None:
+            return diff <= 1e-6
+        if self.abs is not None and diff <= self.abs + 1e-12:
+            return True
+        return self.rel is not None and diff <= self.rel * abs(expected) + 1e-12
+
+
+class AnswerSpec(Model):
+    """One closed-form sub-answer, written by a solver as `@name[value]`."""
+
+    name: str = Field(pattern=r"^\w+$")
+    value: float | int | str | bool
+    tolerance: Tolerance | None = None
+    unit: str | None = None
+    description: str | None = None
+
+
+class DeliverableSpec(Model):
+    format: Literal["answer_tags", "json", "markdown", "xlsx"] = "answer_tags"
+    description: str = ""
+    answer_names: list[str] = Field(default_factory=list, description="names expected as @name[value]")
+    filename: str | None = Field(None, description="file the solver must write for json/markdown/xlsx deliverables")
+
+
+# --------------------------------------------------------------------------------------------- rubric
+
+RubricSection = Literal["computation", "insight", "method", "presentation"]
+
+
+class Criterion(Model):
+    """An atomic, checkable rubric item (DESIGN.md, Rubric)."""
+
+    id: str
+    section: RubricSection
+    polarity: Literal["+", "-"] = "+"
+    type: Literal["filter", "preference"] = "preference"
+    observable: str = Field(description="what to look for in the deliverable")
+    satisfy: str = Field(description="what counts as meeting the item (for '-' items: committing the error)")
+    violate: str = Field("", description="what counts as not meeting it")
+    expected_value: float | str | None = None
+    tolerance: Tolerance | None = None
+    source: Literal["gt", "generated"] = "generated"
+    confidence: float = Field(1.0, ge=0, le=1)
+    weight: float = Field(1.0, gt=0)
+
+    @property
+    def deterministic(self) -> bool:
+        """Items with a numeric expected value can be graded without an LLM."""
+        return isinstance(self.expected_value, (int, float)) and not isinstance(self.expected_value, bool)
+
+
+class Rubric(Model):
+    criteria: list[Criterion] = Field(default_factory=list)
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Rubric:
+        seen: set[str] = set()
+        for c in self.criteria:
+            if c.id in seen:
+                raise ValueError(f"duplicate criterion id {c.id!r}")
+            seen.add(c.id)
+        return self
+
+    def section(self, name: RubricSection) -> list[Criterion]:
+        return [c for c in self.criteria if c.section == name]
+
+    def score(self, met: dict[str, bool]) -> float:
+        """Net points normalised to [0, 1].
+
+        `met[id]` is True when a positive item is satisfied or a negative item's error is committed.
+        Unlisted valid insights get no credit and no penalty: only listed items count.
+        """
+        positive = sum(c.weight for c in self.criteria if c.polarity == "+")
+        if positive <= 0:
+            return 0.0
+        gained = sum(c.weight for c in self.criteria if c.polarity == "+" and met.get(c.id, False))
+        lost = sum(c.weight for c in self.criteria if c.polarity == "-" and met.get(c.id, False))
+        return max(0.0, min(1.0, (gained - lost) / positive))
+
+
+# --------------------------------------------------------------------------------------------- tasks
+
+
+class WorkspaceFile(Model):
+    path: str = Field(description="path relative to the workspace root, '/'-separated")
+    sha256: str
+    size: int = Field(ge=0)
+
+
+class WorkspaceRef(Model):
+    """The initial workspace a solver starts from: files plus one content hash over them."""
+
+    files: list[WorkspaceFile] = Field(default_factory=list)
+    content_hash: str = ""
+    root: str | None = Field(None, description="where the files live when the task is not packaged (read in place)")
+
+
+class Provenance(Model):
+    source: Literal["world", "evolution", "taxonomy", "benchmark", "manual"]
+    world_id: str | None = None
+    evolution_path: list[str] = Field(default_factory=list)
+    category: str | None = None
+    composition_chain: list[str] = Field(default_factory=list)
+    benchmark: str | None = None
+    original_id: str | None = None
+    produced_by: list[str] = Field(default_factory=list, description="e.g. 'llm:qwen2.5-coder-1.5b', 'template:x', 'engine'")
+
+
+class Difficulty(Model):
+    level: Literal["easy", "medium", "hard"] | None = None
+    evolution_depth: int | None = None
+    pass_rate: float | None = Field(None, ge=0, le=1)
+    n_attempts: int = 0
+
+
+class Task(Model):
+    schema_version: str = SCHEMA_VERSION
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    kind: Literal["closed_form", "report"]
+    instruction: str = Field(min_length=1)
+    workspace: WorkspaceRef = Field(default_factory=WorkspaceRef)
+    deliverable: DeliverableSpec = Field(default_factory=DeliverableSpec)
+    answers: list[AnswerSpec] = Field(default_factory=list)
+    rubric: Rubric | None = None
+    provenance: Provenance
+    difficulty: Difficulty = Field(default_factory=Difficulty)
+    category: str | None = None
+    split: Literal["train", "test", "dev"] | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _kind_consistent(self) -> Task:
+        if self.kind == "closed_form" and not self.answers:
+            raise ValueError(f"task {self.id}: a closed_form task needs at least one answer")
+        if self.kind == "report" and (self.rubric is None or not self.rubric.criteria):
+            raise ValueError(f"task {self.id}: a report task needs a rubric with at least one criterion")
+        names = [a.name for a in self.answers]
+        if len(names) != len(set(names)):
+            raise ValueError(f"task {self.id}: duplicate answer names {names}")
+        return self
+
+    def public_view(self) -> dict[str, Any]:
+        """What a solver may see: never answers, rubric or generation artifacts."""
+        return {"id": self.id, "instruction": self.instruction, "deliverable": self.deliverable.model_dump(),
+                "files": [f.path for f in self.workspace.files]}
+
+
+# --------------------------------------------------------------------------------------------- trajectories
+
+
+class Action(Model):
+    kind: Literal["code", "answer"]
+    content: str
+
+
+class ExecSummary(Model):
+    duration_s: float = 0.0
+    ok: bool = True
+    error_type: str | None = None
+    timed_out: bool = False
+    truncated: bool = False
+    files_changed: list[str] = Field(default_factory=list)
+
+
+class Step(Model):
+    index: int = Field(ge=0)
+    raw: str = Field("", description="the assistant turn exactly as the model produced it")
+    thought: str = ""
+    action: Action | None = None
+    observation: str | None = Field(None, description="interpreter output shown to the model (without wrapper tags)")
+    void: bool = False
+    void_reason: str | None = None
+    execution: ExecSummary | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    @model_validator(mode="after")
+    def _void_has_no_action(self) -> Step:
+        if self.void and self.action is not None:
+            raise ValueError("a void step cannot carry an action")
+        return self
+
+
+class Grade(Model):
+    grader: Literal["closed_form", "rubric", "consistency", "judge", "reward"]
+    score: float = Field(ge=0, le=1)
+    passed: bool
+    details: list[dict[str, Any]] = Field(default_factory=list)
+    note: str = ""
+
+
+class Trajectory(Model):
+    schema_version: str = SCHEMA_VERSION
+    id: str
+    task_id: str
+    model: str
+    provider: str = ""
+    label: Literal["sampled", "oracle", "reference", "chat"] = "sampled"
+    sample_index: int = 0
+    system_prompt: str = ""
+    user_prompt: str = ""
+    steps: list[Step] = Field(default_factory=list)
+    final_answer: str | None = None
+    deliverables: list[str] = Field(default_factory=list)
+    status: Literal["answered", "max_turns", "error", "running"] = "running"
+    error: str | None = None
+    grades: list[Grade] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    time_s: float = 0.0
+    started_at: datetime = Field(default_factory=utcnow)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def has_void_turn(self) -> bool:
+        return any(s.void for s in self.steps)
+
+
+# --------------------------------------------------------------------------------------------- evolution
+
+
+class Finding(Model):
+    """A verified (or refuted) statement about a workspace, produced by executor + validator."""
+
+    id: str
+    node_id: str
+    statement: str
+    evidence: str = Field("", description="numbers and the code path that produced them")
+    script: str | None = Field(None, description="workspace-relative path of the script that reproduces it")
+    status: Literal["supported", "revised", "unsupported", "pending"] = "pending"
+    confidence: float = Field(0.5, ge=0, le=1)
+    depends_on: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("statement")
+    @classmethod
+    def _nonempty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("a finding needs a non-empty statement")
+        return v
+
+
+class TaskIndexEntry(Model):
+    """One line of a collection's index.jsonl."""
+
+    id: str
+    kind: Literal["closed_form", "report"]
+    split: Literal["train", "test", "dev"] | None = None
+    category: str | None = None
+    level: Literal["easy", "medium", "hard"] | None = None
+    source: str
+    group: str | None = Field(None, description="split unit: world id or workspace root; tasks of one group share a split")
+    path: str = Field(description="package directory relative to the collection root")
+    content_hash: str

@@ -1,0 +1,253 @@
+"""Task packages: one Harbor-style directory per task plus a JSONL index per collection.
+
+    <collection>/index.jsonl
+    <collection>/tasks/<id>/task.toml        Harbor config + readable metadata (generated from task.json)
+                            task.json        the full Task model, the source of truth when reading back
+                            instruction.md   what the solver reads
+                            environment/     the initial workspace files (the only data a solver sees)
+                            tests/           verifier: grade.py + expected.json (closed form) or rubric.json
+                            solution/        solve.py + solve.sh when a reference solution exists
+
+Solvers get `instruction.md` and `environment/` only; answers, rubrics and solutions stay outside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import tomli_w
+
+from worldsmith.core.schemas import Task, TaskIndexEntry, WorkspaceFile, WorkspaceRef
+from worldsmith.core.store import (
+    ArtifactError,
+    atomic_write_text,
+    hash_tree,
+    iter_files,
+    read_jsonl,
+    read_model,
+    write_jsonl,
+)
+
+_GRADER_SOURCE = Path(__file__).resolve().parent.parent / "training" / "answers.py"
+TEST_SH = """#!/usr/bin/env bash
+# Harbor verifier entry point: grades /workspace/answer.md against expected.json, writes the reward.
+set -u
+mkdir -p /logs/verifier
+python3 "$(dirname "$0")/grade.py" "$(dirname "$0")/expected.json" "${ANSWER_FILE:-/workspace/answer.md}" /logs/verifier/reward.txt
+"""
+RUBRIC_TEST_SH = """#!/usr/bin/env bash
+# Rubric tasks need a judge: grade with worldsmith (deterministic items first, LLM judge for the rest).
+set -u
+mkdir -p /logs/verifier
+worldsmith task grade "$(dirname "$0")/.." --response "${ANSWER_FILE:-/workspace/answer.md}" --reward /logs/verifier/reward.txt
+"""
+SOLVE_SH = """#!/usr/bin/env bash
+# Oracle: runs the reference solution in the task's workspace and writes its answer where the verifier reads it.
+set -eu
+cd "${WORKSPACE:-/workspace}"
+python3 "$(dirname "$0")/solve.py" | tee "${ANSWER_FILE:-answer.md}"
+"""
+
+
+def workspace_ref(root: str | os.PathLike[str], files: Iterable[str] | None = None, *, keep_root: bool = True) -> WorkspaceRef:
+    """Hash a workspace: every file under root, or just the given relative paths."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ArtifactError(f"{root}: workspace directory does not exist")
+    if files is None:
+        paths = list(iter_files(root))
+    else:
+        paths = []
+        for rel in files:
+            p = root / rel
+            if not p.is_file():
+                raise ArtifactError(f"{p}: workspace file listed in the task does not exist")
+            paths.append(p)
+    digest, entries = hash_tree(root, paths)
+    return WorkspaceRef(files=[WorkspaceFile(path=r, sha256=h, size=s) for r, h, s in entries], content_hash=digest,
+                        root=str(root) if keep_root else None)
+
+
+def _task_toml(task: Task) -> dict:
+    meta = {
+        "id": task.id,
+        "kind": task.kind,
+        "source": task.provenance.source,
+        "tags": task.tags,
+        "produced_by": task.provenance.produced_by,
+        "workspace_hash": task.workspace.content_hash,
+    }
+    for key, value in (("category", task.category), ("difficulty", task.difficulty.level), ("split", task.split),
+                       ("world_id", task.provenance.world_id)):
+        if value is not None:
+            meta[key] = value
+    return {
+        "version": "1.0",
+        "metadata": meta,
+        "verifier": {"timeout_sec": 300.0 if task.kind == "report" else 60.0},
+        "agent": {"timeout_sec": 1800.0},
+        "environment": {"cpus": 1, "memory_mb": 2048, "allow_internet": False},
+    }
+
+
+def write_task_package(task: Task, dest: str | os.PathLike[str], *, files_root: str | os.PathLike[str] | None = None,
+                       solution_code: str | None = None, overwrite: bool = False) -> Path:
+    """Write one task directory atomically (built in a temp dir, then renamed into place).
+
+    `files_root` is where the workspace files are now (defaults to `task.workspace.root`). Their hashes are
+    checked against the task's workspace ref, so a package never silently ships different data.
+    Re-writing an identical package is a no-op, which makes pipelines resumable.
+    """
+    dest = Path(dest)
+    src_root = Path(files_root or task.workspace.root or "")
+    if task.workspace.files and not src_root.is_dir():
+        raise ArtifactError(f"task {task.id}: workspace files root {src_root} does not exist")
+    packaged = task.model_copy(update={"workspace": task.workspace.model_copy(update={"root": None})})
+    if dest.exists():
+        existing = dest / "task.json"
+        if not overwrite and existing.exists() and existing.read_text(encoding="utf-8") == _task_json(packaged):
+            return dest
+        if not overwrite:
+            raise ArtifactError(f"{dest}: a different task package already exists (pass overwrite=True to replace it)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp"))
+    try:
+        env = tmp / "environment"
+        env.mkdir()
+        for f in task.workspace.files:
+            target = env / f.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src_root / f.path, target)
+            if _sha256(target) != f.sha256:
+                raise ArtifactError(f"task {task.id}: {src_root / f.path} changed since the task was made (hash mismatch)")
+        (tmp / "instruction.md").write_text(task.instruction.rstrip() + "\n", encoding="utf-8")
+        (tmp / "task.json").write_text(_task_json(packaged), encoding="utf-8")
+        (tmp / "task.toml").write_text(tomli_w.dumps(_task_toml(task)), encoding="utf-8")
+        tests = tmp / "tests"
+        tests.mkdir()
+        if task.kind == "closed_form":
+            expected = [a.model_dump(exclude_none=True) for a in task.answers]
+            (tests / "expected.json").write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
+            shutil.copyfile(_GRADER_SOURCE, tests / "grade.py")
+            _write_exec(tests / "test.sh", TEST_SH)
+        else:
+            assert task.rubric is not None
+            (tests / "rubric.json").write_text(task.rubric.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            _write_exec(tests / "test.sh", RUBRIC_TEST_SH)
+        if solution_code is not None:
+            (tmp / "solution").mkdir()
+            (tmp / "solution" / "solve.py").write_text(solution_code, encoding="utf-8")
+            _write_exec(tmp / "solution" / "solve.sh", SOLVE_SH)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+def _task_json(task: Task) -> str:
+    return task.model_dump_json(indent=2) + "\n"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_exec(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+
+
+def read_task_package(path: str | os.PathLike[str], *, verify: bool = True) -> Task:
+    """Read a package back into the same Task model; with `verify`, check the environment files' hashes."""
+    path = Path(path)
+    task = read_model(path / "task.json", Task)
+    if verify:
+        env = path / "environment"
+        for f in task.workspace.files:
+            p = env / f.path
+            if not p.is_file():
+                raise ArtifactError(f"{path}: environment file {f.path} is missing")
+            if _sha256(p) != f.sha256:
+                raise ArtifactError(f"{path}: environment file {f.path} does not match its recorded hash")
+    return task.model_copy(update={"workspace": task.workspace.model_copy(update={"root": str(path / "environment")})})
+
+
+def solution_code(path: str | os.PathLike[str]) -> str | None:
+    p = Path(path) / "solution" / "solve.py"
+    return p.read_text(encoding="utf-8") if p.exists() else None
+
+
+class TaskCollection:
+    """A folder of task packages with an `index.jsonl`; safe to add to from several threads."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+        self._lock = threading.Lock()
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / "index.jsonl"
+
+    def entries(self, split: str | None = None) -> list[TaskIndexEntry]:
+        try:
+            rows = [TaskIndexEntry.model_validate(r) for r in read_jsonl(self.index_path)]
+        except ValueError as exc:
+            raise ArtifactError(f"{self.index_path}: invalid index entry: {exc}") from exc
+        return [e for e in rows if split is None or e.split == split]
+
+    def add(self, task: Task, *, files_root: str | os.PathLike[str] | None = None, solution_code: str | None = None,
+            group: str | None = None, overwrite: bool = False) -> Path:
+        pkg = write_task_package(task, self.root / "tasks" / task.id, files_root=files_root,
+                                 solution_code=solution_code, overwrite=overwrite)
+        entry = TaskIndexEntry(id=task.id, kind=task.kind, split=task.split, category=task.category,
+                               level=task.difficulty.level, source=task.provenance.source,
+                               group=group or task.provenance.world_id or task.workspace.content_hash,
+                               path=pkg.relative_to(self.root).as_posix(), content_hash=task.workspace.content_hash)
+        with self._lock:
+            rows = {e.id: e for e in self.entries()}
+            rows[task.id] = entry
+            write_jsonl(self.index_path, rows.values())
+        return pkg
+
+    def read(self, task_id: str) -> Task:
+        for e in self.entries():
+            if e.id == task_id:
+                return read_task_package(self.root / e.path)
+        raise ArtifactError(f"{self.index_path}: no task {task_id!r}")
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        return [read_task_package(self.root / e.path) for e in self.entries(split)]
+
+    def assign_splits(self, test_fraction: float = 0.2, seed: int = 0) -> dict[str, str]:
+        """Group-disjoint train/test split (a world or workspace never straddles the two).
+
+        Rewrites the index and each package's task.json/task.toml. Returns {group: split}.
+        """
+        with self._lock:
+            entries = self.entries()
+            groups = sorted({e.group or e.id for e in entries})
+            rng = random.Random(seed)
+            rng.shuffle(groups)
+            n_test = max(1, round(len(groups) * test_fraction)) if len(groups) > 1 and test_fraction > 0 else 0
+            assignment = {g: ("test" if i < n_test else "train") for i, g in enumerate(groups)}
+            updated = []
+            for e in entries:
+                split = assignment[e.group or e.id]
+                pkg = self.root / e.path
+                task = read_model(pkg / "task.json", Task).model_copy(update={"split": split})
+                atomic_write_text(pkg / "task.json", _task_json(task))
+                atomic_write_text(pkg / "task.toml", tomli_w.dumps(_task_toml(task)))
+                updated.append(e.model_copy(update={"split": split}))
+            write_jsonl(self.index_path, updated)
+        return assignment

@@ -1,0 +1,68 @@
+"""What the router runs for each runnable intent. Each action leaves a run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from worldsmith.agents.router import Intent
+from worldsmith.core.runs import RunDir
+from worldsmith.core.schemas import Trajectory
+from worldsmith.core.store import write_model
+from worldsmith.graphs.analyst import build_analyst_graph, initial_state
+from worldsmith.graphs.runtime import GraphRuntime
+
+
+async def dispatch(intent: Intent, plan: dict[str, Any], rt: GraphRuntime) -> dict[str, Any]:
+    if intent.action == "answer_question":
+        return await answer_question(rt, intent.question or "", intent.files)
+    if intent.action == "help":
+        return {"text": plan["steps"][0]}
+    if intent.action in ("make_world", "make_tasks"):
+        from worldsmith.graphs.world import run_world_request
+
+        return await run_world_request(rt, domain=intent.domain, tasks=intent.action == "make_tasks",
+                                       max_tasks=intent.count, topic=intent.topic)
+    if intent.action == "evaluate":
+        from worldsmith.commands.evaluate import evaluate_path
+
+        return await evaluate_path(rt, Path(intent.files[0]))
+    raise ValueError(f"nothing to run for intent {intent.action!r}")
+
+
+async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, run: RunDir | None = None) -> dict[str, Any]:
+    """One analyst trajectory over the given files; saved as trajectory.json + report.md in a run directory."""
+    run = run or RunDir.create("ask", rt.settings.runs_dir, config=rt.settings.masked())
+    run.event("question", question=question, files=files)
+    graph = build_analyst_graph(rt)
+    session = run.path.name
+    state = initial_state(question, [str(Path(f).expanduser().resolve()) for f in files], session_id=session,
+                          workspace=str(run.path / "workspace"))
+    try:
+        out = await graph.ainvoke(state, {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20})
+    finally:
+        await rt.sessions.close(session)
+    traj = Trajectory.model_validate(out["trajectory"])
+    write_model(run.path / "trajectory.json", traj)
+    run.write_report(trajectory_report(question, files, traj))
+    run.finish(status=traj.status, turns=len(traj.steps))
+    return {"answer": traj.final_answer, "status": traj.status, "run_dir": str(run.path),
+            "trajectory": str(run.path / "trajectory.json")}
+
+
+def trajectory_report(question: str, files: list[str], traj: Trajectory) -> str:
+    lines = [f"# {question}", "", f"Files: {', '.join(files) or '(none)'}  ", f"Model: {traj.model} ({traj.provider})  ",
+             f"Status: {traj.status} after {len(traj.steps)} turn(s), {traj.time_s:.1f} s, "
+             f"{traj.prompt_tokens}+{traj.completion_tokens} tokens", ""]
+    for s in traj.steps:
+        lines.append(f"## Turn {s.index + 1}")
+        if s.thought:
+            lines += [f"*{s.thought}*", ""]
+        if s.void:
+            lines += [f"(void turn: {s.void_reason})", ""]
+        elif s.action and s.action.kind == "code":
+            lines += ["```python", s.action.content, "```", "", "```", (s.observation or "").strip(), "```", ""]
+        elif s.action:
+            lines += ["**Answer:**", "", s.action.content, ""]
+    lines += ["## Final answer", "", traj.final_answer or "(no answer)"]
+    return "\n".join(lines)

@@ -1,0 +1,223 @@
+"""The analyst graph: profile → (think/act → execute → observe)* → answer check → trajectory.
+
+State is plain data (checkpointable); the LLM and sandboxes come from a GraphRuntime. A chat thread is one
+graph thread: a new question continues the conversation and the same sandbox (variables persist).
+Custom stream events (`stream_mode="custom"`): {"type": thought|code|output|plot|answer|feedback|done, ...}.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+import uuid
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+
+from worldsmith.agents import analyst as agent
+from worldsmith.core.schemas import ExecSummary, Step, Trajectory
+from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.tools.grammar import render_observation, render_turn
+
+ROLE = "agent"
+
+
+class AnalystState(TypedDict, total=False):
+    question: str
+    files: list[str]
+    task_id: str
+    answer_names: list[str]
+    categories: list[str]
+    hints: str
+    sample_index: int
+    temperature: float
+    session_id: str
+    workspace: str
+    messages: Annotated[list[dict[str, str]], operator.add]
+    steps: Annotated[list[dict[str, Any]], operator.add]
+    q_first_step: int
+    q_first_message: int
+    turn: int
+    retries_left: int
+    status: str
+    final_answer: str | None
+    error: str | None
+    pending: dict[str, Any] | None
+    trajectory: dict[str, Any] | None
+    started: float
+
+
+def _emit(event: dict[str, Any]) -> None:
+    try:
+        get_stream_writer()(event)
+    except RuntimeError:  # not running inside a graph stream (direct node calls in tests)
+        pass
+
+
+def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
+    cfg = rt.settings.analyst
+
+    def _names(state: AnalystState) -> list[str]:
+        return agent.required_names(state.get("question", ""), state.get("answer_names"))
+
+    async def prepare(state: AnalystState, config: RunnableConfig) -> dict[str, Any]:
+        if not state.get("question", "").strip():
+            raise ValueError("the analyst needs a non-empty question")
+        session_id = state.get("session_id") or (config.get("configurable") or {}).get("thread_id") or uuid.uuid4().hex
+        names = _names(state)
+        new: list[dict[str, str]] = []
+        if not state.get("messages"):
+            profile_text = _profile(state.get("files", []), cfg.profile_chars)
+            new.append({"role": "system", "content": agent.system_prompt(state.get("categories"), state.get("hints"))})
+            new.append({"role": "user", "content": agent.user_prompt(state["question"], profile_text, names)})
+        else:
+            new.append({"role": "user", "content": agent.user_prompt(state["question"], "", names)})
+        _emit({"type": "status", "text": "thinking"})
+        return {"messages": new, "session_id": session_id, "turn": 0, "retries_left": cfg.format_retries,
+                "status": "running", "final_answer": None, "error": None, "pending": None, "trajectory": None,
+                "q_first_step": len(state.get("steps", [])), "q_first_message": len(state.get("messages", [])),
+                "started": time.time()}
+
+    async def act(state: AnalystState) -> dict[str, Any]:
+        turn = state.get("turn", 0)
+        msgs = list(state["messages"])
+        extra: list[dict[str, str]] = []
+        if turn == cfg.max_turns - 1 and turn > 0:
+            extra.append({"role": "user", "content": agent.LAST_TURN_NUDGE})
+        d = await agent.decide(rt.llm, msgs + extra, role=ROLE, max_tokens=cfg.max_tokens,
+                               temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
+        index = len(state.get("steps", []))
+        base = {"index": index, "raw": d.raw, "thought": d.turn.thought, "prompt_tokens": d.prompt_tokens,
+                "completion_tokens": d.completion_tokens, "latency_s": d.latency_s}
+        if d.turn.thought:
+            _emit({"type": "thought", "text": d.turn.thought, "turn": turn})
+        update: dict[str, Any] = {"turn": turn + 1, "messages": extra}
+        if d.turn.action is None:
+            step = Step(**base, void=True, void_reason=d.turn.error or "no action")
+            feedback = agent.void_feedback(d.turn.error)
+            _emit({"type": "feedback", "text": feedback})
+            update.update(steps=[step.model_dump(mode="json")], pending=None,
+                          messages=extra + [{"role": "assistant", "content": d.raw},
+                                            {"role": "user", "content": feedback}])
+            return update
+        base["action"] = d.turn.action.model_dump()
+        update["pending"] = base
+        update["messages"] = extra + [{"role": "assistant", "content": render_turn(d.turn.thought, d.turn.action)}]
+        return update
+
+    def route_after_act(state: AnalystState) -> Literal["execute", "check", "act", "finalize"]:
+        pending = state.get("pending")
+        if pending is None:
+            return "finalize" if state.get("turn", 0) >= cfg.max_turns else "act"
+        return "execute" if pending["action"]["kind"] == "code" else "check"
+
+    async def execute(state: AnalystState) -> dict[str, Any]:
+        pending = dict(state["pending"] or {})
+        code = pending["action"]["content"]
+        _emit({"type": "code", "code": code})
+        sb, fresh = await rt.sessions.get(state["session_id"], state.get("files", []), state.get("workspace"))
+        if fresh:
+            await _replay(sb, state.get("steps", []))
+        result = await sb.run(code, timeout=cfg.cell_timeout_s)
+        observation = agent.observation_text(result, cfg.max_observation_chars)
+        if result.restarted:  # timeout or crash: rebuild the variables earlier cells made
+            replayed = await sb.replay()
+            observation += ("\n[The interpreter was restarted; your earlier successful cells were re-run"
+                            + ("." if replayed.ok else f", but re-running them failed: {replayed.error}.") + "]")
+        _emit({"type": "output", "text": observation, "ok": result.ok})
+        for f in result.files_changed:
+            if f.lower().endswith((".png", ".jpg", ".jpeg", ".svg")):
+                _emit({"type": "plot", "path": str(sb.workspace / f) if sb.workspace else f})
+        pending.update(observation=observation, execution=ExecSummary(
+            duration_s=result.duration_s, ok=result.ok, error_type=result.error.type if result.error else None,
+            timed_out=result.timed_out, truncated=result.truncated, files_changed=list(result.files_changed)).model_dump())
+        step = Step(**pending)
+        return {"steps": [step.model_dump(mode="json")], "pending": None,
+                "messages": [{"role": "interpreter", "content": render_observation(observation)}]}
+
+    def route_after_execute(state: AnalystState) -> Literal["act", "finalize"]:
+        return "finalize" if state.get("turn", 0) >= cfg.max_turns else "act"
+
+    async def check(state: AnalystState) -> dict[str, Any]:
+        pending = dict(state["pending"] or {})
+        answer = pending["action"]["content"]
+        step = Step(**pending)
+        update: dict[str, Any] = {"steps": [step.model_dump(mode="json")], "pending": None, "final_answer": answer}
+        problems = agent.answer_problems(answer, state.get("question", ""), _names(state))
+        if problems and state.get("retries_left", 0) > 0 and state.get("turn", 0) < cfg.max_turns:
+            feedback = agent.format_feedback(problems, _names(state))
+            _emit({"type": "feedback", "text": feedback})
+            update.update(retries_left=state["retries_left"] - 1, messages=[{"role": "user", "content": feedback}])
+        else:
+            update["status"] = "answered"
+        return update
+
+    def route_after_check(state: AnalystState) -> Literal["act", "finalize"]:
+        return "finalize" if state.get("status") == "answered" else "act"
+
+    async def finalize(state: AnalystState) -> dict[str, Any]:
+        status = state.get("status")
+        if status != "answered":
+            status = "answered" if state.get("final_answer") else "max_turns"
+        steps = [Step.model_validate(s) for s in state.get("steps", [])[state.get("q_first_step", 0):]]
+        msgs = state.get("messages", [])
+        first = state.get("q_first_message", 0)
+        system = next((m["content"] for m in msgs if m["role"] == "system"), "")
+        user = next((m["content"] for m in msgs[first:] if m["role"] == "user"), state.get("question", ""))
+        ep = rt.settings.llm.for_role(ROLE)
+        traj = Trajectory(
+            id=f"{state.get('task_id') or 'chat'}-{state.get('sample_index', 0)}-{uuid.uuid4().hex[:8]}",
+            task_id=state.get("task_id") or "chat", model=ep.model, provider=ep.provider,
+            label="sampled" if state.get("task_id") else "chat", sample_index=state.get("sample_index", 0),
+            system_prompt=system, user_prompt=user, steps=steps, final_answer=state.get("final_answer"),
+            status=status, prompt_tokens=sum(s.prompt_tokens for s in steps),
+            completion_tokens=sum(s.completion_tokens for s in steps),
+            time_s=round(time.time() - state.get("started", time.time()), 3))
+        _emit({"type": "answer" if traj.final_answer else "done", "text": traj.final_answer or "", "status": status})
+        return {"status": status, "trajectory": traj.model_dump(mode="json")}
+
+    g = StateGraph(AnalystState)
+    g.add_node("prepare", prepare)
+    g.add_node("act", act)
+    g.add_node("execute", execute)
+    g.add_node("check", check)
+    g.add_node("finalize", finalize)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "act")
+    g.add_conditional_edges("act", route_after_act)
+    g.add_conditional_edges("execute", route_after_execute)
+    g.add_conditional_edges("check", route_after_check)
+    g.add_edge("finalize", END)
+    return g.compile(checkpointer=checkpointer, name="analyst")
+
+
+def _profile(files: list[str], max_chars: int) -> str:
+    if not files:
+        return "(no files)"
+    from pathlib import Path
+
+    from worldsmith.tools.files import profile_workspace
+
+    return profile_workspace([Path(f) for f in files]).to_prompt(max_chars=max_chars)
+
+
+async def _replay(sb: Any, steps: list[dict[str, Any]]) -> None:
+    """A fresh session for a thread with history (resume after a kill or a server restart) re-runs the earlier
+    successful cells quietly, so variables the model relies on exist again."""
+    cells = [s["action"]["content"] for s in steps
+             if (s.get("action") or {}).get("kind") == "code" and (s.get("execution") or {}).get("ok")]
+    if cells:
+        await sb.replay(cells)
+
+
+def initial_state(question: str, files: list[str], *, task_id: str | None = None, answer_names: list[str] | None = None,
+                  categories: list[str] | None = None, sample_index: int = 0, temperature: float | None = None,
+                  session_id: str | None = None, workspace: str | None = None) -> dict[str, Any]:
+    state: dict[str, Any] = {"question": question, "files": [str(f) for f in files], "sample_index": sample_index}
+    for key, value in (("task_id", task_id), ("answer_names", answer_names), ("categories", categories),
+                       ("temperature", temperature), ("session_id", session_id), ("workspace", workspace)):
+        if value is not None:
+            state[key] = value
+    return state

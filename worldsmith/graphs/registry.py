@@ -1,0 +1,22 @@
+"""Registers each graph builder under its public name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worldsmith.graphs import register
+from worldsmith.graphs.runtime import GraphRuntime
+
+
+@register("analyst")
+def _analyst(rt: GraphRuntime, checkpointer: Any = None) -> Any:
+    from worldsmith.graphs.analyst import build_analyst_graph
+
+    return build_analyst_graph(rt, checkpointer=checkpointer)
+
+
+@register("router")
+def _router(rt: GraphRuntime, checkpointer: Any = None) -> Any:
+    from worldsmith.graphs.router import build_router_graph
+
+    return build_router_graph(rt, checkpointer=checkpointer)

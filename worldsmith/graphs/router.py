@@ -1,0 +1,110 @@
+"""The router graph: request → typed intent → plan (shown) → run it, or say precisely what is missing.
+
+Streams {"type": "intent"|"plan"|"missing"|...} custom events, and the sub-graph's events when it runs one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from worldsmith.agents.router import Intent, classify
+from worldsmith.graphs.analyst import _emit
+from worldsmith.graphs.runtime import GraphRuntime
+
+HELP = ("I can: answer questions about your data files (\"what drives cancellations in bookings.csv?\"); "
+        "generate a synthetic data world with audited files (\"make a world about energy\"); make analysis tasks "
+        "from a generated world (\"make 20 hard tasks about churn\"); evaluate the analyst on a task folder or the "
+        "DABench share (\"evaluate on ./tasks\").")
+
+
+class Plan(TypedDict):
+    runnable: bool
+    steps: list[str]
+    missing: list[str]
+    command: str
+
+
+class RouterState(TypedDict, total=False):
+    request: str
+    files: list[str]
+    execute: bool
+    intent: dict[str, Any]
+    plan: Plan
+    result: dict[str, Any]
+
+
+def make_plan(intent: Intent, settings: Any) -> Plan:
+    files = [f for f in intent.files if Path(f).expanduser().exists()]
+    missing_files = [f for f in intent.files if not Path(f).expanduser().exists()]
+    missing: list[str] = [f"{f} does not exist" for f in missing_files]
+    if intent.action == "answer_question":
+        if not files:
+            missing.append("a data file to analyse: attach one, e.g. worldsmith ask \"...\" data.csv")
+        names = " ".join(f'"{f}"' for f in files)
+        return Plan(runnable=not missing, missing=missing, command=f'worldsmith ask "{intent.question}" {names}'.strip(),
+                    steps=[f"profile {len(files)} file(s)", "analyst: think → code in the sandbox → answer",
+                           "save the trajectory in the run directory"])
+    if intent.action in ("make_world", "make_tasks"):
+        if intent.action == "make_tasks" and files:
+            missing.append("tasks from your own files need workspace evolution, which this version does not have yet; "
+                           "drop the files to make tasks from a generated world instead")
+        domain = intent.domain or "a template domain"
+        n = intent.count or (1 if intent.action == "make_world" else 10)
+        steps = [f"generate a world ({domain}) from its contract template", "project imperfect observed files",
+                 "audit every edge, invariant and phenomenon from the observed files"]
+        cmd = f"worldsmith world new{' --domain ' + intent.domain if intent.domain else ''} OUT"
+        if intent.action == "make_tasks":
+            steps.append(f"write up to {n} tasks with rubrics and verified reference solutions")
+            cmd += f" && worldsmith world tasks OUT --max-tasks {n}"
+        return Plan(runnable=not missing, steps=steps, missing=missing, command=cmd)
+    if intent.action == "evaluate":
+        if not files:
+            missing.append("a task collection folder or a DABench-format folder to evaluate on")
+        return Plan(runnable=not missing, missing=missing, command=f"worldsmith eval --tasks {files[0] if files else 'PATH'}",
+                    steps=["load the tasks", "solve each with the analyst", "grade and report pass@1 / pass@k"])
+    if intent.action == "train":
+        return Plan(runnable=False, steps=[], command="", missing=[
+            "training (SFT + DAPO) is not available in this version yet; today you can generate tasks "
+            "(worldsmith world tasks) and evaluate (worldsmith eval), whose trajectories will be its data"])
+    if intent.action == "help":
+        return Plan(runnable=True, steps=[HELP], missing=[], command="worldsmith --help")
+    return Plan(runnable=False, steps=[], command="", missing=["I could not tell what you want. " + HELP])
+
+
+def build_router_graph(rt: GraphRuntime, checkpointer: Any = None, dispatch: Any = None) -> Any:
+    """`dispatch(intent, plan, rt) -> dict` runs a runnable plan; defaults to worldsmith.graphs.actions.dispatch."""
+
+    async def understand(state: RouterState) -> dict[str, Any]:
+        intent = await classify(rt.llm, state["request"], state.get("files"))
+        _emit({"type": "intent", "intent": intent.model_dump()})
+        return {"intent": intent.model_dump()}
+
+    async def plan(state: RouterState) -> dict[str, Any]:
+        p = make_plan(Intent.model_validate(state["intent"]), rt.settings)
+        _emit({"type": "plan", "plan": dict(p)})
+        if p["missing"]:
+            _emit({"type": "missing", "items": p["missing"]})
+        return {"plan": p}
+
+    def route(state: RouterState) -> Literal["run", "__end__"]:
+        return "run" if state["plan"]["runnable"] and state.get("execute", True) else END
+
+    async def run(state: RouterState) -> dict[str, Any]:
+        fn = dispatch
+        if fn is None:
+            from worldsmith.graphs.actions import dispatch as fn
+        result = await fn(Intent.model_validate(state["intent"]), state["plan"], rt)
+        return {"result": result}
+
+    g = StateGraph(RouterState)
+    g.add_node("understand", understand)
+    g.add_node("plan", plan)
+    g.add_node("run", run)
+    g.add_edge(START, "understand")
+    g.add_edge("understand", "plan")
+    g.add_conditional_edges("plan", route)
+    g.add_edge("run", END)
+    return g.compile(checkpointer=checkpointer, name="router")

@@ -1,0 +1,77 @@
+"""What graphs need at run time but must not keep in (checkpointed) state: the LLM and live sandboxes."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worldsmith.core.config import Settings
+
+
+@dataclass
+class SandboxSessions:
+    """Live sandboxes by session id (one per trajectory or chat thread), least recently used closed first."""
+
+    settings: Settings
+    max_open: int = 8
+    _open: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    _dirs: dict[str, Path] = field(default_factory=dict)
+    _lock: asyncio.Lock | None = None
+
+    def _lock_(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def get(self, session_id: str, inputs: list[str], workspace: str | None = None) -> tuple[Any, bool]:
+        """The session's sandbox, and whether it was freshly started (then the caller may replay cells)."""
+        from worldsmith.tools.sandbox import open_sandbox
+
+        async with self._lock_():
+            sb = self._open.get(session_id)
+            if sb is not None:
+                self._open.move_to_end(session_id)
+                return sb, False
+            while len(self._open) >= self.max_open:
+                old_id, old = self._open.popitem(last=False)
+                await old.close()
+            ws = Path(workspace) if workspace else self._dirs.setdefault(
+                session_id, Path(tempfile.mkdtemp(prefix=f"ws-{session_id[:12]}-")))
+            ws.mkdir(parents=True, exist_ok=True)
+            sb = open_sandbox(self.settings.sandbox, workspace=ws, inputs=[Path(p) for p in inputs])
+            await sb.__aenter__()
+            self._open[session_id] = sb
+            return sb, True
+
+    async def close(self, session_id: str, *, remove_workspace: bool = False) -> None:
+        async with self._lock_():
+            sb = self._open.pop(session_id, None)
+            if sb is not None:
+                await sb.close()
+            ws = self._dirs.pop(session_id, None)
+            if remove_workspace and ws is not None:
+                shutil.rmtree(ws, ignore_errors=True)
+
+    async def close_all(self) -> None:
+        for sid in list(self._open):
+            await self.close(sid)
+
+
+@dataclass
+class GraphRuntime:
+    settings: Settings
+    llm: Any
+    sessions: SandboxSessions
+
+    @classmethod
+    def from_settings(cls, settings: Settings, llm: Any | None = None) -> GraphRuntime:
+        if llm is None:
+            from worldsmith.llm import LLM
+
+            llm = LLM.from_settings(settings)
+        return cls(settings=settings, llm=llm, sessions=SandboxSessions(settings))

@@ -1,0 +1,41 @@
+"""Solve a Task with the analyst graph: the solver that evaluation, synthesis and rollouts share."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from worldsmith.core.schemas import Task, Trajectory
+from worldsmith.graphs.analyst import build_analyst_graph, initial_state
+from worldsmith.graphs.runtime import GraphRuntime
+
+
+def task_files(task: Task) -> list[Path]:
+    if not task.workspace.root:
+        raise ValueError(f"task {task.id}: its workspace has no root folder on disk (read it from a task package)")
+    root = Path(task.workspace.root)
+    return [root / f.path for f in task.workspace.files]
+
+
+class TaskSolver:
+    """`await solver(task, sample_index) -> Trajectory`; one fresh sandbox per trajectory."""
+
+    def __init__(self, rt: GraphRuntime, temperature: float | None = None):
+        self.rt = rt
+        self.graph = build_analyst_graph(rt)
+        self.temperature = temperature
+
+    async def __call__(self, task: Task, sample_index: int = 0) -> Trajectory:
+        session = f"{task.id}-{sample_index}-{uuid.uuid4().hex[:6]}"
+        state = initial_state(task.instruction, [str(p) for p in task_files(task)], task_id=task.id,
+                              answer_names=task.deliverable.answer_names or None,
+                              categories=[task.category, *task.tags] if task.category else task.tags,
+                              sample_index=sample_index,
+                              temperature=self.temperature if sample_index or self.temperature else None,
+                              session_id=session)
+        try:
+            out: dict[str, Any] = await self.graph.ainvoke(state, {"recursion_limit": 8 * self.rt.settings.analyst.max_turns + 20})
+        finally:
+            await self.rt.sessions.close(session, remove_workspace=True)
+        return Trajectory.model_validate(out["trajectory"])
