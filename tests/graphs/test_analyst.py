@@ -35,7 +35,10 @@ async def test_code_then_answer_records_a_full_trajectory(scripted, sales_csv: P
     # the second request shows the model the interpreter output as its own message
     second = script.requests[1].messages
     assert second[-1]["content"].startswith("<interpreter>") and "20.0" in second[-1]["content"]
-    assert "sales.csv" in script.requests[0].messages[1]["content"]  # the profile names the file
+    first = script.requests[0].messages
+    assert "sales.csv" in first[-1]["content"] and "amount" in first[-1]["content"]  # the profile, not raw files
+    assert "<think>" in first[2]["content"] and "<code>" in first[2]["content"]  # a worked example precedes the task
+    assert traj["user_prompt"] == first[-1]["content"]
     kinds = [e["type"] for e in events]
     for k in ("thought", "code", "output", "answer"):
         assert k in kinds

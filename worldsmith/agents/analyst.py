@@ -5,12 +5,15 @@ Small typed functions; the control flow between them lives in graphs/analyst.py.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from worldsmith.core.schemas import Action
 from worldsmith.prompts import load_prompt, load_sections
-from worldsmith.tools.grammar import STOP_SEQUENCES, ParsedTurn, parse_turn_lenient, to_chat_roles
+from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
+                                      render_observation, render_turn, to_chat_roles)
 from worldsmith.training.answers import extract_answers, parse_number
 
 _NAME_RE = re.compile(r"@(\w+)\[")
@@ -27,6 +30,24 @@ def system_prompt(categories: list[str] | None = None, extra_hints: str | None =
     if extra_hints:
         parts.append(extra_hints.strip())
     return "\n\n".join(parts)
+
+
+#: Run once in every fresh analyst sandbox, so the names the system prompt promises exist.
+PRELUDE = "import pandas as pd\nimport numpy as np\nimport matplotlib.pyplot as plt"
+
+
+def few_shot_messages() -> list[dict[str, str]]:
+    """A worked example as real conversation turns, rendered by the one grammar module."""
+    out: list[dict[str, str]] = []
+    for turn in json.loads(load_prompt("analyst_example.json")):
+        if turn["role"] == "assistant":
+            kind = "code" if "code" in turn else "answer"
+            out.append({"role": "assistant", "content": render_turn(turn["thought"], Action(kind=kind, content=turn[kind]))})
+        elif turn["role"] == "interpreter":
+            out.append({"role": "interpreter", "content": render_observation(turn["output"])})
+        else:
+            out.append({"role": turn["role"], "content": turn["content"]})
+    return out
 
 
 def category_hints(categories: list[str]) -> str:
@@ -70,13 +91,13 @@ class Decision:
 async def decide(llm: Any, messages: list[dict[str, str]], *, role: str = "agent", max_tokens: int | None = None,
                  temperature: float | None = None, sample_index: int = 0) -> Decision:
     """One assistant turn: call the model (stopping before any self-written interpreter output) and parse it."""
-    kwargs: dict[str, Any] = {"role": role, "stop": list(STOP_SEQUENCES), "max_tokens": max_tokens}
+    kwargs: dict[str, Any] = {"role": role, "stop": list(ACTION_STOP_SEQUENCES), "max_tokens": max_tokens}
     if temperature is not None:
         kwargs["temperature"] = temperature
     if sample_index:
         kwargs["sample_index"] = sample_index
     completion = await llm.acomplete(to_chat_roles(messages), **kwargs)
-    raw = completion.text
+    raw = close_action(completion.text) if completion.finish_reason == "stop" else completion.text
     return Decision(turn=parse_turn_lenient(raw), raw=raw, prompt_tokens=completion.usage.prompt_tokens,
                     completion_tokens=completion.usage.completion_tokens, latency_s=completion.latency_s,
                     finish_reason=completion.finish_reason)

@@ -50,7 +50,7 @@ class RunDir:
         run.event("run_resumed", pid=os.getpid())
         return run
 
-    def event(self, kind: str, **data: Any) -> None:
+    def event(self, kind: str, /, **data: Any) -> None:  # positional-only: data may carry its own "kind"
         rec = {"ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "event": kind, **data}
         append_jsonl(self.path / "events.jsonl", rec, lock=self._lock)
 

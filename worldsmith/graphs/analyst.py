@@ -38,7 +38,7 @@ class AnalystState(TypedDict, total=False):
     messages: Annotated[list[dict[str, str]], operator.add]
     steps: Annotated[list[dict[str, Any]], operator.add]
     q_first_step: int
-    q_first_message: int
+    user_prompt: str
     turn: int
     retries_left: int
     status: str
@@ -71,14 +71,15 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         if not state.get("messages"):
             profile_text = _profile(state.get("files", []), cfg.profile_chars)
             new.append({"role": "system", "content": agent.system_prompt(state.get("categories"), state.get("hints"))})
-            new.append({"role": "user", "content": agent.user_prompt(state["question"], profile_text, names)})
+            new.extend(agent.few_shot_messages())
+            user_prompt = agent.user_prompt(state["question"], profile_text, names)
         else:
-            new.append({"role": "user", "content": agent.user_prompt(state["question"], "", names)})
+            user_prompt = agent.user_prompt(state["question"], "", names)
+        new.append({"role": "user", "content": user_prompt})
         _emit({"type": "status", "text": "thinking"})
         return {"messages": new, "session_id": session_id, "turn": 0, "retries_left": cfg.format_retries,
                 "status": "running", "final_answer": None, "error": None, "pending": None, "trajectory": None,
-                "q_first_step": len(state.get("steps", [])), "q_first_message": len(state.get("messages", [])),
-                "started": time.time()}
+                "q_first_step": len(state.get("steps", [])), "user_prompt": user_prompt, "started": time.time()}
 
     async def act(state: AnalystState) -> dict[str, Any]:
         turn = state.get("turn", 0)
@@ -119,6 +120,7 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         _emit({"type": "code", "code": code})
         sb, fresh = await rt.sessions.get(state["session_id"], state.get("files", []), state.get("workspace"))
         if fresh:
+            await sb.run(agent.PRELUDE)
             await _replay(sb, state.get("steps", []))
         result = await sb.run(code, timeout=cfg.cell_timeout_s)
         observation = agent.observation_text(result, cfg.max_observation_chars)
@@ -163,9 +165,8 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
             status = "answered" if state.get("final_answer") else "max_turns"
         steps = [Step.model_validate(s) for s in state.get("steps", [])[state.get("q_first_step", 0):]]
         msgs = state.get("messages", [])
-        first = state.get("q_first_message", 0)
         system = next((m["content"] for m in msgs if m["role"] == "system"), "")
-        user = next((m["content"] for m in msgs[first:] if m["role"] == "user"), state.get("question", ""))
+        user = state.get("user_prompt") or state.get("question", "")
         ep = rt.settings.llm.for_role(ROLE)
         traj = Trajectory(
             id=f"{state.get('task_id') or 'chat'}-{state.get('sample_index', 0)}-{uuid.uuid4().hex[:8]}",
@@ -174,7 +175,8 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
             system_prompt=system, user_prompt=user, steps=steps, final_answer=state.get("final_answer"),
             status=status, prompt_tokens=sum(s.prompt_tokens for s in steps),
             completion_tokens=sum(s.completion_tokens for s in steps),
-            time_s=round(time.time() - state.get("started", time.time()), 3))
+            time_s=round(time.time() - state.get("started", time.time()), 3),
+            metadata={"few_shot": "analyst_example.json", "categories": state.get("categories") or []})
         _emit({"type": "answer" if traj.final_answer else "done", "text": traj.final_answer or "", "status": status})
         return {"status": status, "trajectory": traj.model_dump(mode="json")}
 

@@ -19,6 +19,9 @@ ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 INTERP_OPEN, INTERP_CLOSE = "<interpreter>", "</interpreter>"
 #: Generation stops here, so the model never writes its own interpreter output.
 STOP_SEQUENCES = (INTERP_OPEN,)
+#: Live agents also stop at the end of the action: nothing a model writes after it is ever used, and small
+#: models tend to continue with imagined output. `close_action` puts the consumed closing tag back.
+ACTION_STOP_SEQUENCES = (CODE_CLOSE, ANSWER_CLOSE, INTERP_OPEN)
 _TAG_RE = re.compile(r"</?(think|code|answer|interpreter)>")
 _TAG_NAMES = r"(?:think|code|answer|interpreter)"
 _AMP_BEFORE_TAG_RE = re.compile(rf"&(?=(?:amp;)*lt;/?{_TAG_NAMES}>)")
@@ -53,6 +56,18 @@ def _strip_block(s: str) -> str:
     s = s.strip("\n").rstrip()
     m = _FENCE_RE.match(s.strip())
     return m.group(1).rstrip() if m else s
+
+
+def close_action(text: str) -> str:
+    """Re-append the closing tag that an ACTION_STOP_SEQUENCES stop consumed (a no-op on complete turns)."""
+    s = text.rstrip()
+    for open_, close in ((CODE_OPEN, CODE_CLOSE), (ANSWER_OPEN, ANSWER_CLOSE)):
+        i = s.rfind(open_)
+        if i >= 0 and s.find(close, i) < 0 and s.rfind(THINK_CLOSE) < i:
+            other = ANSWER_OPEN if open_ == CODE_OPEN else CODE_OPEN
+            if s.rfind(other) < i:  # the last opened action is this one
+                return s + "\n" + close
+    return text
 
 
 def parse_turn(text: str) -> ParsedTurn:
@@ -96,7 +111,8 @@ def parse_turn_lenient(text: str) -> ParsedTurn:
 
     Fixes: missing <think> (text before the action becomes the thought), unclosed final tag (output cut at
     max tokens), text written after the action (the model imagining output), markdown fences instead of
-    <code>. Never invents an action: two competing actions or none at all make a void turn with the reason.
+    <code>. Never invents an action: with none at all it is a void turn with the reason; with several, the first one
+    counts (code before an answer means: run the code, answer after seeing its output).
     """
     try:
         return parse_turn(text)

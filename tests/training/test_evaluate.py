@@ -1,0 +1,197 @@
+"""The evaluation harness with a fake solver: hand-computed metrics, saved trajectories, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from worldsmith.core.runs import RunDir
+from worldsmith.core.schemas import AnswerSpec, Criterion, Difficulty, Provenance, Rubric, Task, Trajectory
+from worldsmith.core.store import read_model
+from worldsmith.training.evaluate import evaluate, render_report_md
+from worldsmith.training.metrics import EvalReport, pass_at_k
+
+
+def _task(id: str, names: list[str], category: str, level: str) -> Task:
+    return Task(id=id, kind="closed_form", instruction=f"question {id}", category=category,
+                difficulty=Difficulty(level=level), provenance=Provenance(source="manual"),
+                answers=[AnswerSpec(name=n, value=str(i + 1)) for i, n in enumerate(names)])
+
+
+TASKS = [
+    _task("A", ["a1", "a2"], "stats", "easy"),
+    _task("B", ["b1"], "stats", "medium"),
+    _task("C", ["c1"], "corr", "hard"),
+    _task("D", ["d1", "d2", "d3"], "corr", "easy"),
+]
+# What the fake agent answers, per task and sample. None = it never answered; "raise" = solve crashes.
+SCRIPT: dict[str, list[str | None]] = {
+    "A": ["@a1[1] @a2[2]", "@a1[1] @a2[9]", "@a1[1.0] @a2[2]"],   # right, half right, right
+    "B": ["@b1[5]", "@b1[5]", "no tags at all"],                  # always wrong
+    "C": ["raise", "raise", "raise"],                              # the solver crashes
+    "D": ["@d1[1] @d2[2] @d3[3]", None, "@d1[1] @d2[2] @d3[0]"],  # right, unanswered, 2 of 3
+}
+
+
+class Killed(BaseException):
+    """Stands for the process being killed mid-run (not an Exception: evaluate must not swallow it)."""
+
+
+class FakeSolver:
+    def __init__(self, kill_at: tuple[str, int] | None = None):
+        self.calls: list[tuple[str, int]] = []
+        self.kill_at = kill_at
+
+    async def __call__(self, task: Task, sample: int) -> Trajectory:
+        self.calls.append((task.id, sample))
+        if (task.id, sample) == self.kill_at:
+            raise Killed()
+        answer = SCRIPT[task.id][sample]
+        if answer == "raise":
+            raise RuntimeError(f"solver crashed on {task.id}")
+        status = "answered" if answer is not None else "max_turns"
+        return Trajectory(id=f"{task.id}-{sample}", task_id=task.id, model="fake", final_answer=answer, status=status)
+
+
+def _run(tmp_path: Path, name: str = "eval") -> RunDir:
+    return RunDir.create("eval", tmp_path, name=name)
+
+
+async def test_metrics_match_hand_computed_values(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    progress: list[tuple[int, int]] = []
+    solver = FakeSolver()
+    report = await evaluate(TASKS, solver, samples=3, run_dir=run, progress=lambda d, t: progress.append((d, t)))
+    assert len(solver.calls) == 12
+    o = report.overall
+    # correct samples per task: A 2/3, B 0/3, C 0/3 (errors), D 1/3
+    assert o.pass_at_1 == pytest.approx((2 / 3 + 0 + 0 + 1 / 3) / 4)           # 0.25
+    assert o.pass_at_k[3] == pytest.approx(2 / 4)                              # A and D have a correct sample
+    assert o.pass_at_k[2] == pytest.approx((1 + (1 - 1 / 3)) / 4)              # A: 1, D: 1 - C(2,2)/C(3,2)
+    # DABench metrics per sample, averaged. By question: s0 A,D; s1 none; s2 A
+    assert o.accuracy_by_question == pytest.approx((2 / 4 + 0 + 1 / 4) / 3)
+    # by sub-question over 7 sub-answers: s0 2+0+0+3, s1 1+0+0+0, s2 2+0+0+2
+    assert o.accuracy_by_sub_question == pytest.approx((5 / 7 + 1 / 7 + 4 / 7) / 3)
+    # proportional: s0 (1+0+0+1)/4, s1 (0.5)/4, s2 (1+2/3)/4
+    assert o.proportional_accuracy == pytest.approx(25 / 72)
+    assert o.n_errors == 3 and o.n_tasks == 4
+    # breakdowns
+    assert report.by_category["stats"].pass_at_1 == pytest.approx(1 / 3)
+    assert report.by_category["corr"].pass_at_1 == pytest.approx(1 / 6)
+    assert list(report.by_level) == ["easy", "medium", "hard"]
+    assert report.by_level["easy"].pass_at_1 == pytest.approx(0.5)
+    assert report.by_level["hard"].n_errors == 3 and report.by_level["medium"].pass_at_1 == 0.0
+    # progress hook
+    assert progress[-1] == (12, 12) and [d for d, _ in progress] == list(range(1, 13))
+
+
+async def test_trajectories_and_reports_are_saved(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    report = await evaluate(TASKS, FakeSolver(), samples=3, run_dir=run)
+    for t in TASKS:
+        for s in range(3):
+            traj = read_model(run.path / "trajectories" / t.id / f"{s}.json", Trajectory)
+            assert traj.task_id == t.id and traj.sample_index == s and traj.grades[-1].grader == "closed_form"
+    err = read_model(run.path / "trajectories" / "C" / "1.json", Trajectory)
+    assert err.status == "error" and err.error == "RuntimeError: solver crashed on C" and not err.grades[-1].passed
+    ok = read_model(run.path / "trajectories" / "A" / "0.json", Trajectory)
+    assert ok.grades[-1].passed and ok.grades[-1].score == 1.0
+    saved = EvalReport.model_validate_json((run.path / "results.json").read_text())
+    assert saved.overall == report.overall
+    md = (run.path / "report.md").read_text()
+    assert md == render_report_md(report).rstrip() + "\n"
+    assert "| all | 4 | 25.0% | 50.0% |" in md and "## By category" in md and "## By difficulty level" in md
+    assert "`C` sample 0: RuntimeError: solver crashed on C" in md
+    events = [e["event"] for e in run.events()]
+    assert events.count("eval_sample") == 12 and "eval_finished" in events
+
+
+async def test_resume_skips_finished_pairs(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    first = await evaluate(TASKS, FakeSolver(), samples=3, run_dir=run)
+    again = FakeSolver()
+    second = await evaluate(TASKS, again, samples=3, run_dir=RunDir.open(run.path))
+    assert again.calls == []                                  # nothing re-solved, errors included
+    assert second.overall == first.overall and second.n_resumed == 12 and second.n_solved_now == 0
+    retry = FakeSolver()
+    await evaluate(TASKS, retry, samples=3, run_dir=RunDir.open(run.path), retry_errors=True)
+    assert sorted(retry.calls) == [("C", 0), ("C", 1), ("C", 2)]
+    (run.path / "trajectories" / "A" / "1.json").unlink()     # a lost output is solved again
+    lost = FakeSolver()
+    await evaluate(TASKS, lost, samples=3, run_dir=RunDir.open(run.path))
+    assert lost.calls == [("A", 1)]
+
+
+async def test_a_killed_eval_resumes_without_re_solving_finished_pairs(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    with pytest.raises(Killed):
+        await evaluate(TASKS, FakeSolver(kill_at=("D", 1)), samples=3, run_dir=run, concurrency=2)
+    finished = {(p.parent.name, int(p.stem)) for p in (run.path / "trajectories").glob("*/*.json")}
+    assert 0 < len(finished) < 12 and ("D", 1) not in finished
+    resumed = FakeSolver()
+    report = await evaluate(TASKS, resumed, samples=3, run_dir=RunDir.open(run.path), concurrency=2)
+    assert set(resumed.calls) == {(t.id, s) for t in TASKS for s in range(3)} - finished
+    assert len(resumed.calls) == 12 - len(finished)
+    assert report.overall.pass_at_1 == pytest.approx(0.25)
+
+
+async def test_concurrency_gives_the_same_metrics(tmp_path: Path) -> None:
+    serial = await evaluate(TASKS, FakeSolver(), samples=3, run_dir=_run(tmp_path, "a"))
+    parallel = await evaluate(TASKS, FakeSolver(), samples=3, run_dir=_run(tmp_path, "b"), concurrency=4)
+    assert parallel.overall == serial.overall
+
+
+async def test_a_changed_task_is_not_taken_as_finished(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    await evaluate(TASKS[:1], FakeSolver(), samples=1, run_dir=run)
+    changed = [TASKS[0].model_copy(update={"instruction": "a new question"})]
+    solver = FakeSolver()
+    await evaluate(changed, solver, samples=1, run_dir=RunDir.open(run.path))
+    assert solver.calls == [("A", 0)]
+
+
+async def test_wrong_trajectory_and_report_tasks(tmp_path: Path) -> None:
+    report_task = Task(id="R", kind="report", instruction="Summarise revenue.", provenance=Provenance(source="manual"),
+                       rubric=Rubric(criteria=[Criterion(id="total", section="computation", observable="total revenue",
+                                                         satisfy="states total revenue", expected_value=500.0)]))
+
+    async def solve(task: Task, sample: int) -> Trajectory:
+        if task.id == "A":
+            return Trajectory(id="x", task_id="other", model="fake", final_answer="@a1[1] @a2[2]", status="answered")
+        return Trajectory(id="r", task_id="R", model="fake", final_answer="Total revenue was 500.", status="answered")
+
+    report = await evaluate([TASKS[0], report_task], solve, samples=1, run_dir=_run(tmp_path))
+    a, r = report.tasks
+    assert a.samples[0].status == "error" and "expected 'A'" in (a.samples[0].error or "")
+    assert r.samples[0].passed and r.samples[0].score == 1.0 and r.samples[0].sub_total == 1
+    assert report.overall.accuracy_by_sub_question == pytest.approx(1 / 3)  # A's 2 sub-answers wrong, R's 1 right
+
+
+async def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="samples must be >= 1"):
+        await evaluate(TASKS, FakeSolver(), samples=0, run_dir=_run(tmp_path))
+    with pytest.raises(ValueError, match="duplicate task ids in the eval set: A"):
+        await evaluate([TASKS[0], TASKS[0]], FakeSolver(), run_dir=_run(tmp_path, "dup"))
+
+
+@pytest.mark.parametrize(("n", "c", "k", "expected"), [
+    (3, 0, 1, 0.0), (3, 3, 1, 1.0), (3, 1, 1, 1 / 3), (3, 1, 3, 1.0), (3, 1, 2, 2 / 3), (10, 2, 5, 1 - 56 / 252),
+])
+def test_pass_at_k(n: int, c: int, k: int, expected: float) -> None:
+    assert pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+def test_pass_at_k_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="1 <= k <= n"):
+        pass_at_k(3, 1, 4)
+
+
+def test_report_json_round_trip_keeps_int_keys(tmp_path: Path) -> None:
+    from worldsmith.training.metrics import Metrics
+
+    m = Metrics(n_tasks=1, samples=2, pass_at_1=0.5, pass_at_k={1: 0.5, 2: 1.0}, accuracy_by_question=0.5,
+                accuracy_by_sub_question=0.5, proportional_accuracy=0.5, mean_score=0.5, n_errors=0)
+    back = Metrics.model_validate(json.loads(m.model_dump_json()))
+    assert back.pass_at_k == {1: 0.5, 2: 1.0}

@@ -1,0 +1,207 @@
+"""Evaluation harness: solve every (task, sample) pair, grade, save, resume, and report.
+
+    report = await evaluate(tasks, solve, samples=3, run_dir=RunDir.create("eval", "runs"), concurrency=2)
+
+- `solve(task, sample_index) -> Trajectory` is the agent. An exception inside it becomes a trajectory with
+  status 'error' (graded as wrong); the eval goes on.
+- Every trajectory is written atomically to `trajectories/<task_id>/<sample>.json` and recorded in the run's
+  StepLedger, so re-running on the same run directory skips finished pairs (their saved grade is reused).
+- Metrics (metrics.py): pass@1 (mean over samples), unbiased pass@k, and DABench's accuracy by question,
+  by sub-question and proportional — over ALL tasks, unanswered = wrong — overall, per category, per level.
+- Writes `results.json` (the EvalReport) and `report.md` into the run directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from worldsmith.core.runs import RunDir
+from worldsmith.core.schemas import Grade, Task, Trajectory
+from worldsmith.core.store import ArtifactError, read_model, sha256_json, write_model
+from worldsmith.training.graders import agrade_response
+from worldsmith.training.judge import StructuredLLM
+from worldsmith.training.metrics import EvalReport, SampleResult, TaskResult, build_report, render_report_md
+
+__all__ = ["EvalReport", "SampleResult", "TaskResult", "evaluate", "render_report_md", "SolveFn", "ProgressFn"]
+
+SolveFn = Callable[[Task, int], Awaitable[Trajectory]]
+ProgressFn = Callable[[int, int], Any]
+
+
+def pair_key(task: Task, sample: int) -> str:
+    """Ledger key: a changed task (instruction, answers, rubric, data) is never mistaken for a finished one."""
+    fingerprint = sha256_json(task.model_dump(mode="json", exclude={"split", "difficulty", "metadata"}))[:12]
+    return f"eval:{task.id}:{sample}:{fingerprint}"
+
+
+def trajectory_path(run_dir: RunDir, task_id: str, sample: int) -> Path:
+    return run_dir.path / "trajectories" / task_id / f"{sample}.json"
+
+
+def _error_trajectory(task: Task, sample: int, exc: BaseException, model: str, elapsed: float) -> Trajectory:
+    return Trajectory(id=f"{task.id}-s{sample}", task_id=task.id, model=model, sample_index=sample,
+                      user_prompt=task.instruction, status="error", error=f"{type(exc).__name__}: {exc}",
+                      time_s=round(elapsed, 3))
+
+
+def _sub_correct(task: Task, grade: Grade) -> tuple[int, int]:
+    """(correct, total) sub-questions: answers for closed form; one unit for a report task."""
+    if task.kind == "closed_form":
+        return sum(1 for d in grade.details if d.get("correct")), len(task.answers)
+    return int(grade.passed), 1
+
+
+def _primary_grade(traj: Trajectory) -> Grade | None:
+    for g in reversed(traj.grades):
+        if g.grader in ("closed_form", "rubric"):
+            return g
+    return None
+
+
+def _sample_result(task: Task, traj: Trajectory, grade: Grade, path: Path, run_dir: RunDir,
+                   resumed: bool) -> SampleResult:
+    correct, total = _sub_correct(task, grade)
+    return SampleResult(sample_index=traj.sample_index, status=traj.status, passed=grade.passed, score=grade.score,
+                        sub_correct=correct, sub_total=total, error=traj.error, resumed=resumed,
+                        path=path.relative_to(run_dir.path).as_posix(), time_s=traj.time_s)
+
+
+async def _grade(task: Task, traj: Trajectory, strict: bool | None, llm: StructuredLLM | None) -> Grade:
+    response = "" if traj.status == "error" else (traj.final_answer or "")
+    try:
+        return await agrade_response(task, response, llm=llm, strict=strict)
+    except Exception as exc:  # noqa: BLE001 - one bad grade must not abort the eval; it is recorded as wrong
+        return Grade(grader="closed_form" if task.kind == "closed_form" else "rubric", score=0.0, passed=False,
+                     note=f"grading failed: {type(exc).__name__}: {exc}")
+
+
+async def _run_pair(task: Task, sample: int, solve: SolveFn, run_dir: RunDir, *, strict: bool | None,
+                    llm: StructuredLLM | None, model: str) -> SampleResult:
+    t0 = time.monotonic()
+    try:
+        traj = await solve(task, sample)
+        if not isinstance(traj, Trajectory):
+            raise TypeError(f"solve returned {type(traj).__name__}, expected a Trajectory")
+        if traj.task_id != task.id:
+            raise ValueError(f"solve returned a trajectory for task {traj.task_id!r}, expected {task.id!r}")
+        traj.sample_index = sample
+        if not traj.time_s:
+            traj.time_s = round(time.monotonic() - t0, 3)
+    except Exception as exc:  # noqa: BLE001 - recorded as a failed trajectory (status 'error'), see module doc
+        traj = _error_trajectory(task, sample, exc, model, time.monotonic() - t0)
+    grade = await _grade(task, traj, strict, llm)
+    traj.grades = [*traj.grades, grade]
+    path = write_model(trajectory_path(run_dir, task.id, sample), traj)
+    run_dir.ledger.record(pair_key(task, sample), outputs=[path], status=traj.status, passed=grade.passed,
+                          score=grade.score)
+    run_dir.event("eval_sample", task_id=task.id, sample=sample, status=traj.status, passed=grade.passed,
+                  score=round(grade.score, 4), error=traj.error)
+    return _sample_result(task, traj, grade, path, run_dir, resumed=False)
+
+
+async def _resume_pair(task: Task, sample: int, run_dir: RunDir, strict: bool | None,
+                       llm: StructuredLLM | None) -> SampleResult:
+    path = trajectory_path(run_dir, task.id, sample)
+    traj = read_model(path, Trajectory)
+    grade = _primary_grade(traj)
+    if grade is None:  # saved before grading finished: grade now and save again
+        grade = await _grade(task, traj, strict, llm)
+        traj.grades = [*traj.grades, grade]
+        write_model(path, traj)
+        run_dir.ledger.record(pair_key(task, sample), outputs=[path], status=traj.status, passed=grade.passed,
+                              score=grade.score)
+    return _sample_result(task, traj, grade, path, run_dir, resumed=True)
+
+
+def _is_done(run_dir: RunDir, task: Task, sample: int, retry_errors: bool) -> bool:
+    key = pair_key(task, sample)
+    if not run_dir.ledger.done(key):
+        return False
+    rec = run_dir.ledger.get(key) or {}
+    return not (retry_errors and rec.get("status") == "error")
+
+
+async def _notify(progress: ProgressFn | None, done: int, total: int) -> None:
+    if progress is None:
+        return
+    result = progress(done, total)
+    if inspect.isawaitable(result):
+        await result
+
+
+async def evaluate(tasks: Sequence[Task], solve: SolveFn, *, samples: int = 1, run_dir: RunDir,
+                   concurrency: int = 1, strict: bool | None = None, progress: ProgressFn | None = None,
+                   llm: StructuredLLM | None = None, model: str = "unknown", retry_errors: bool = False) -> EvalReport:
+    """Solve, grade and report every (task, sample) pair; resumable on the same run directory.
+
+    strict: None = each task's own rule (DABench tasks ask for the official one); True/False force it.
+    llm: judge for rubric items that need one (report tasks); without it those items are 'ungraded'.
+    model: recorded on error trajectories (the model the agent was running).
+    retry_errors: on resume, solve again the pairs that ended in an exception instead of keeping them.
+    """
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    ids = [t.id for t in tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ValueError(f"duplicate task ids in the eval set: {', '.join(dupes)}")
+    t0 = time.monotonic()
+    pairs = [(t, s) for t in tasks for s in range(samples)]
+    total = len(pairs)
+    done_before = {(t.id, s) for t, s in pairs if _is_done(run_dir, t, s, retry_errors)}
+    run_dir.event("eval_started", n_tasks=len(tasks), samples=samples, pairs=total, already_done=len(done_before),
+                  concurrency=concurrency, strict=strict)
+    results: dict[tuple[str, int], SampleResult] = {}
+    counter = 0
+    lock = asyncio.Lock()
+
+    async def finish(key: tuple[str, int], res: SampleResult) -> None:
+        nonlocal counter
+        async with lock:
+            results[key] = res
+            counter += 1
+            await _notify(progress, counter, total)
+
+    for t, s in pairs:
+        if (t.id, s) in done_before:
+            try:
+                res = await _resume_pair(t, s, run_dir, strict, llm)
+            except ArtifactError:  # ledger says done but the file is unreadable: solve it again
+                done_before.discard((t.id, s))
+                continue
+            await finish((t.id, s), res)
+
+    sem = asyncio.Semaphore(concurrency)
+
+    async def worker(task: Task, sample: int) -> None:
+        async with sem:
+            res = await _run_pair(task, sample, solve, run_dir, strict=strict, llm=llm, model=model)
+        await finish((task.id, sample), res)
+
+    running = [asyncio.ensure_future(worker(t, s)) for t, s in pairs if (t.id, s) not in done_before]
+    try:
+        await asyncio.gather(*running)
+    except BaseException:
+        # killed or cancelled: stop the other workers now; finished pairs are already in the ledger
+        for fut in running:
+            fut.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        run_dir.event("eval_interrupted", done=counter, total=total)
+        raise
+
+    task_results = [TaskResult(task_id=t.id, kind=t.kind, category=t.category, level=t.difficulty.level,
+                               samples=[results[(t.id, s)] for s in range(samples)]) for t in tasks]
+    report = build_report(task_results, samples=samples, strict=strict, run_dir=str(run_dir.path),
+                          elapsed_s=time.monotonic() - t0)
+    run_dir.write_json("results.json", report.model_dump(mode="json"))
+    run_dir.write_report(render_report_md(report))
+    run_dir.event("eval_finished", n_tasks=len(tasks), solved_now=report.n_solved_now, resumed=report.n_resumed,
+                  errors=report.overall.n_errors, pass_at_1=round(report.overall.pass_at_1, 4))
+    return report

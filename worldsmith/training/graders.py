@@ -1,0 +1,204 @@
+"""Graders: closed-form answers, rubrics (deterministic items first, LLM judge second), self-consistency.
+
+- `grade_closed_form(task, text)`: `@name[value]` sub-answers against the task's answers (answers.py rules;
+  `strict=True` is the official DABench rule, and a task can ask for it with `metadata["strict_grading"]`).
+- `grade_rubric(task_or_rubric, text, llm=None)`: items with a numeric expected value are checked from the
+  text (evidence.py); the rest go to one batched judge call (judge.py). Without an LLM those are 'ungraded'
+  and left out of the normalisation. Score = `Rubric.score` over the graded items.
+- `consistent(...)` / `select(...)`: re-exported from consistency.py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from worldsmith.core.schemas import Criterion, Grade, Rubric, Task
+from worldsmith.training import answers
+from worldsmith.training.consistency import ConsistencyResult, consistent, select  # noqa: F401  (public API)
+from worldsmith.training.evidence import check_numeric
+from worldsmith.training.judge import CriterionVerdict, StructuredLLM, ajudge, judge
+
+#: A rubric response passes when its normalised score reaches this and no filter item fails.
+RUBRIC_PASS_THRESHOLD = 0.6
+#: Text deliverables read from the workspace are capped so one huge file cannot blow up a judge prompt.
+MAX_WORKSPACE_FILE_CHARS = 50_000
+_TEXT_SUFFIXES = {".md", ".txt", ".json", ".csv", ".tsv", ".html", ".py", ".log", ".yaml", ".yml", ""}
+
+WorkspaceFiles = Mapping[str, str] | Iterable[str | os.PathLike[str]] | None
+
+
+# --------------------------------------------------------------------------------------------- closed form
+
+
+def grade_closed_form(task: Task, response_text: str, strict: bool | None = None) -> Grade:
+    """Grade `@name[value]` answers. `strict=None` takes the task's own rule (`metadata['strict_grading']`)."""
+    if not task.answers:
+        raise ValueError(f"task {task.id}: grade_closed_form needs a task with answers (kind is {task.kind!r})")
+    if strict is None:
+        strict = bool(task.metadata.get("strict_grading", False))
+    expected = [a.model_dump(exclude_none=True) for a in task.answers]
+    result = answers.grade(expected, response_text or "", strict=strict)
+    details = []
+    for spec, item in zip(task.answers, result["items"]):
+        details.append({"name": item["name"], "expected": item["expected"], "got": item["got"],
+                        "correct": item["correct"],
+                        "tolerance": spec.tolerance.model_dump(exclude_none=True) if spec.tolerance else None})
+    n_ok = sum(d["correct"] for d in details)
+    missing = [d["name"] for d in details if d["got"] is None]
+    note = f"{n_ok}/{len(details)} sub-answers correct" + (" (official DABench rule)" if strict else "")
+    if missing:
+        note += f"; missing @{', @'.join(missing)}"
+    return Grade(grader="closed_form", score=result["score"], passed=result["passed"], details=details, note=note)
+
+
+# --------------------------------------------------------------------------------------------- rubric
+
+
+def read_workspace_texts(files: WorkspaceFiles) -> dict[str, str]:
+    """Text deliverables for grading: a {name: text} mapping, or paths read as UTF-8 (binary files skipped)."""
+    if files is None:
+        return {}
+    if isinstance(files, Mapping):
+        return {str(k): str(v) for k, v in files.items()}
+    out: dict[str, str] = {}
+    for f in files:
+        p = Path(f)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: workspace file given for rubric grading does not exist")
+        if p.suffix.lower() not in _TEXT_SUFFIXES:
+            continue  # xlsx, images…: not readable as text; rubric items about them need a dedicated check
+        out[p.name] = p.read_text(encoding="utf-8", errors="replace")[:MAX_WORKSPACE_FILE_CHARS]
+    return out
+
+
+def _full_text(response_text: str, files: dict[str, str]) -> str:
+    parts = [response_text or ""]
+    parts += [f"\n\n--- file: {name} ---\n{text}" for name, text in files.items()]
+    return "".join(parts)
+
+
+def _rubric_of(task_or_rubric: Task | Rubric) -> tuple[Rubric, str]:
+    if isinstance(task_or_rubric, Rubric):
+        return task_or_rubric, ""
+    if task_or_rubric.rubric is None or not task_or_rubric.rubric.criteria:
+        raise ValueError(f"task {task_or_rubric.id}: grade_rubric needs a task with a rubric")
+    return task_or_rubric.rubric, task_or_rubric.instruction
+
+
+def _detail(c: Criterion, met: bool | None, method: str, evidence: str) -> dict[str, Any]:
+    return {"id": c.id, "section": c.section, "polarity": c.polarity, "type": c.type, "weight": c.weight,
+            "expected": c.expected_value, "met": met, "method": method, "evidence": evidence}
+
+
+def _deterministic_pass(rubric: Rubric, text: str,
+                        will_judge: bool) -> tuple[dict[str, dict[str, Any]], list[Criterion]]:
+    """Check numeric items; return their details and the criteria left for the judge.
+
+    A numeric item with no evidence either way (no sentence mentions it) goes to the judge when there is
+    one, since the response may phrase it in words the key-term search does not know; else it is not met.
+    """
+    details: dict[str, dict[str, Any]] = {}
+    pending: list[Criterion] = []
+    for c in rubric.criteria:
+        if not c.deterministic:
+            pending.append(c)
+            continue
+        check = check_numeric(c, text)
+        if check.met is None and will_judge:
+            pending.append(c)
+            continue
+        details[c.id] = _detail(c, bool(check.met), check.method if check.met is not None else "numeric", check.evidence)
+    return details, pending
+
+
+def _apply_verdicts(details: dict[str, dict[str, Any]], pending: list[Criterion],
+                    verdicts: dict[str, CriterionVerdict] | None, reason: str) -> None:
+    for c in pending:
+        v = (verdicts or {}).get(c.id)
+        if v is None:
+            details[c.id] = _detail(c, None, "ungraded", reason if verdicts is None else "the judge returned no verdict")
+        else:
+            details[c.id] = _detail(c, v.met, "judge", v.evidence)
+
+
+def _finish(rubric: Rubric, details: dict[str, dict[str, Any]], notes: list[str], pass_threshold: float) -> Grade:
+    ordered = [details[c.id] for c in rubric.criteria]
+    graded = [c for c in rubric.criteria if details[c.id]["met"] is not None]
+    ungraded = [c.id for c in rubric.criteria if details[c.id]["met"] is None]
+    met = {c.id: bool(details[c.id]["met"]) for c in graded}
+    sub = Rubric(criteria=graded)
+    score = sub.score(met) if graded else 0.0
+    filter_failed = [c.id for c in graded if c.type == "filter" and (met[c.id] != (c.polarity == "+"))]
+    passed = bool(graded) and any(c.polarity == "+" for c in graded) and score >= pass_threshold and not filter_failed
+    n_det = sum(1 for d in ordered if d["method"] in ("tag", "numeric"))
+    n_judge = sum(1 for d in ordered if d["method"] == "judge")
+    notes = [f"{len(graded)}/{len(ordered)} items graded ({n_det} deterministic, {n_judge} by judge)"] + notes
+    if ungraded:
+        notes.append(f"ungraded and excluded from the score: {', '.join(ungraded)}")
+    if not any(c.polarity == "+" for c in graded):
+        notes.append("no positive item could be graded: score 0")
+    if filter_failed:
+        notes.append(f"filter items failed: {', '.join(filter_failed)}")
+    return Grade(grader="rubric", score=score, passed=passed, details=ordered, note="; ".join(notes))
+
+
+def grade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,
+                 workspace_files: WorkspaceFiles = None, *, pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
+    """Rubric score: deterministic numeric items first, then one (batched) judge call for the rest.
+
+    A judge failure does not lose the deterministic results: the judged items become 'ungraded' and the
+    note says why.
+    """
+    rubric, instruction = _rubric_of(task_or_rubric)
+    text = _full_text(response_text, read_workspace_texts(workspace_files))
+    details, pending = _deterministic_pass(rubric, text, will_judge=llm is not None)
+    notes: list[str] = []
+    verdicts, reason = None, "no LLM judge given"
+    if pending and llm is not None:
+        try:
+            verdicts = judge(llm, pending, text, instruction)
+        except Exception as exc:  # noqa: BLE001 - recorded in the grade, deterministic items are kept
+            reason = f"judge failed: {type(exc).__name__}: {exc}"
+            notes.append(reason)
+    _apply_verdicts(details, pending, verdicts, reason)
+    return _finish(rubric, details, notes, pass_threshold)
+
+
+async def agrade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,
+                        workspace_files: WorkspaceFiles = None, *,
+                        pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
+    """Async twin of `grade_rubric` (uses `llm.astructured`)."""
+    rubric, instruction = _rubric_of(task_or_rubric)
+    text = _full_text(response_text, read_workspace_texts(workspace_files))
+    details, pending = _deterministic_pass(rubric, text, will_judge=llm is not None)
+    notes: list[str] = []
+    verdicts, reason = None, "no LLM judge given"
+    if pending and llm is not None:
+        try:
+            verdicts = await ajudge(llm, pending, text, instruction)
+        except Exception as exc:  # noqa: BLE001 - recorded in the grade, deterministic items are kept
+            reason = f"judge failed: {type(exc).__name__}: {exc}"
+            notes.append(reason)
+    _apply_verdicts(details, pending, verdicts, reason)
+    return _finish(rubric, details, notes, pass_threshold)
+
+
+# --------------------------------------------------------------------------------------------- dispatch
+
+
+def grade_response(task: Task, response_text: str, *, llm: StructuredLLM | None = None, strict: bool | None = None,
+                   workspace_files: WorkspaceFiles = None) -> Grade:
+    """The grader a task calls for: closed form when it has answers, else its rubric."""
+    if task.kind == "closed_form":
+        return grade_closed_form(task, response_text, strict=strict)
+    return grade_rubric(task, response_text, llm=llm, workspace_files=workspace_files)
+
+
+async def agrade_response(task: Task, response_text: str, *, llm: StructuredLLM | None = None,
+                          strict: bool | None = None, workspace_files: WorkspaceFiles = None) -> Grade:
+    if task.kind == "closed_form":
+        return grade_closed_form(task, response_text, strict=strict)
+    return await agrade_rubric(task, response_text, llm=llm, workspace_files=workspace_files)

@@ -1,0 +1,193 @@
+"""Evaluation metrics and the report: pass@1, pass@k, DABench's three accuracies, breakdowns, Markdown.
+
+DABench (Hu et al. 2024, eval_closed_form.py) reports, over ALL questions (an unanswered one is wrong):
+- accuracy by question: a question is right when every sub-answer is;
+- accuracy by sub-question: correct sub-answers / all sub-answers;
+- proportional accuracy: mean over questions of the fraction of its sub-answers that are right.
+With several samples each is computed per sample index and averaged (so by-question accuracy = pass@1).
+A report (rubric) task counts as one sub-question (right when it passes); its proportional value is its score.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+from math import comb
+
+from pydantic import BaseModel, Field
+
+from worldsmith.core.schemas import utcnow
+
+NO_CATEGORY = "(none)"
+NO_LEVEL = "(unknown)"
+
+
+class SampleResult(BaseModel):
+    sample_index: int
+    status: str
+    passed: bool
+    score: float = Field(ge=0, le=1)
+    sub_correct: int = 0
+    sub_total: int = 1
+    error: str | None = None
+    resumed: bool = False
+    path: str = Field("", description="trajectory file relative to the run directory")
+    time_s: float = 0.0
+
+
+class TaskResult(BaseModel):
+    task_id: str
+    kind: str
+    category: str | None = None
+    level: str | None = None
+    samples: list[SampleResult]
+
+    @property
+    def n_correct(self) -> int:
+        return sum(1 for s in self.samples if s.passed)
+
+
+class Metrics(BaseModel):
+    n_tasks: int
+    samples: int
+    pass_at_1: float
+    pass_at_k: dict[int, float] = Field(description="unbiased pass@k for k = 1..samples")
+    accuracy_by_question: float
+    accuracy_by_sub_question: float
+    proportional_accuracy: float
+    mean_score: float
+    n_errors: int = Field(description="samples whose solve raised")
+
+
+class EvalReport(BaseModel):
+    run_dir: str = ""
+    samples: int
+    strict: bool | None = None
+    overall: Metrics
+    by_category: dict[str, Metrics] = Field(default_factory=dict)
+    by_level: dict[str, Metrics] = Field(default_factory=dict)
+    tasks: list[TaskResult] = Field(default_factory=list)
+    n_solved_now: int = 0
+    n_resumed: int = 0
+    elapsed_s: float = 0.0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021); with k == n: any sample correct."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def _mean(xs: Iterable[float]) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def compute_metrics(results: list[TaskResult], samples: int) -> Metrics:
+    """Metrics over the given tasks; a missing sample counts as wrong (unanswered = wrong)."""
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    by_q, by_sub, prop = [], [], []
+    for s in range(samples):
+        picked = [_sample(r, s) for r in results]
+        by_q.append(_mean(1.0 if p and p.passed else 0.0 for p in picked))
+        sub_total = sum(p.sub_total if p else 1 for p in picked)
+        by_sub.append(sum(p.sub_correct if p else 0 for p in picked) / sub_total if sub_total else 0.0)
+        prop.append(_mean(p.score if p else 0.0 for p in picked))
+    correct = [sum(1 for s in range(samples) if (p := _sample(r, s)) and p.passed) for r in results]
+    return Metrics(
+        n_tasks=len(results), samples=samples,
+        pass_at_1=_mean(c / samples for c in correct),
+        pass_at_k={k: _mean(pass_at_k(samples, c, k) for c in correct) for k in range(1, samples + 1)},
+        accuracy_by_question=_mean(by_q), accuracy_by_sub_question=_mean(by_sub), proportional_accuracy=_mean(prop),
+        mean_score=_mean(p.score for r in results for s in range(samples) if (p := _sample(r, s))),
+        n_errors=sum(1 for r in results for p in r.samples if p.status == "error"),
+    )
+
+
+def _sample(r: TaskResult, s: int) -> SampleResult | None:
+    for p in r.samples:
+        if p.sample_index == s:
+            return p
+    return None
+
+
+def build_report(results: list[TaskResult], *, samples: int, strict: bool | None = None, run_dir: str = "",
+                 elapsed_s: float = 0.0) -> EvalReport:
+    cats: dict[str, list[TaskResult]] = defaultdict(list)
+    levels: dict[str, list[TaskResult]] = defaultdict(list)
+    for r in results:
+        cats[r.category or NO_CATEGORY].append(r)
+        levels[r.level or NO_LEVEL].append(r)
+    level_order = {"easy": 0, "medium": 1, "hard": 2}
+    ordered_levels = sorted(levels.items(), key=lambda kv: (level_order.get(kv[0], 9), kv[0]))
+    return EvalReport(
+        run_dir=run_dir, samples=samples, strict=strict, overall=compute_metrics(results, samples),
+        by_category={k: compute_metrics(v, samples) for k, v in sorted(cats.items())},
+        by_level={k: compute_metrics(v, samples) for k, v in ordered_levels},
+        tasks=results,
+        n_solved_now=sum(1 for r in results for p in r.samples if not p.resumed),
+        n_resumed=sum(1 for r in results for p in r.samples if p.resumed),
+        elapsed_s=round(elapsed_s, 3),
+    )
+
+
+# --------------------------------------------------------------------------------------------- Markdown
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _cell(s: object) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def _metrics_table(title: str, rows: dict[str, Metrics], k: int) -> list[str]:
+    head = f"| {title} | tasks | pass@1 |" + (f" pass@{k} |" if k > 1 else "") + \
+        " acc. by question | acc. by sub-question | proportional | errors |"
+    sep = "|" + "---|" * (head.count("|") - 1)
+    out = [head, sep]
+    for name, m in rows.items():
+        cells = [_cell(name), str(m.n_tasks), _pct(m.pass_at_1)]
+        if k > 1:
+            cells.append(_pct(m.pass_at_k.get(k, 0.0)))
+        cells += [_pct(m.accuracy_by_question), _pct(m.accuracy_by_sub_question), _pct(m.proportional_accuracy),
+                  str(m.n_errors)]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def render_report_md(report: EvalReport) -> str:
+    k = report.samples
+    o = report.overall
+    rule = {None: "each task's own rule", True: "official DABench rule (strict)", False: "tolerant"}[report.strict]
+    lines = [
+        "# Evaluation report", "",
+        f"- tasks: {o.n_tasks}, samples per task: {k}, grading: {rule}",
+        f"- solved in this run: {report.n_solved_now}, reused from a previous run: {report.n_resumed}, "
+        f"solve errors: {o.n_errors}, elapsed: {report.elapsed_s:.1f} s",
+        f"- run directory: `{report.run_dir}`" if report.run_dir else "",
+        "", "## Overall", "",
+        *_metrics_table("set", {"all": o}, k),
+    ]
+    if k > 1:
+        lines += ["", "pass@k: " + ", ".join(f"pass@{j} = {_pct(v)}" for j, v in sorted(o.pass_at_k.items()))]
+    lines += ["", "## By difficulty level", "", *_metrics_table("level", report.by_level, k)]
+    lines += ["", "## By category", "", *_metrics_table("category", report.by_category, k)]
+    lines += ["", "## Tasks", "", "| task | category | level | correct samples | mean score | status |",
+              "|---|---|---|---|---|---|"]
+    for r in report.tasks:
+        statuses = ", ".join(sorted({p.status for p in r.samples}))
+        lines.append(f"| {_cell(r.task_id)} | {_cell(r.category or '')} | {r.level or ''} | "
+                     f"{r.n_correct}/{len(r.samples)} | {_mean(p.score for p in r.samples):.2f} | {statuses} |")
+    errors = [(r.task_id, p) for r in report.tasks for p in r.samples if p.error]
+    if errors:
+        lines += ["", "## Errors", ""]
+        lines += [f"- `{tid}` sample {p.sample_index}: {_cell(p.error)[:300]}" for tid, p in errors]
+    return "\n".join(line for line in lines if line is not None) + "\n"
