@@ -80,7 +80,7 @@ def heuristic_intent(request: str, extra_files: list[str] | None = None) -> Inte
                   difficulty=difficulty, topic=topic, domain=domain, since=since)
 
 
-async def classify(llm: Any | None, request: str, files: list[str] | None = None, role: str = "agent") -> Intent:
+async def classify(llm: Any | None, request: str, files: list[str] | None = None, role: str = "router") -> Intent:
     """LLM classification checked against the heuristics; heuristics alone when no model or it fails."""
     base = heuristic_intent(request, files)
     if llm is None:

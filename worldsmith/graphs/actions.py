@@ -10,7 +10,7 @@ from worldsmith.core.runs import RunDir
 from worldsmith.core.schemas import Trajectory
 from worldsmith.core.store import write_model
 from worldsmith.graphs.analyst import build_analyst_graph, initial_state
-from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.graphs.runtime import GraphRuntime, emit
 
 
 async def dispatch(intent: Intent, plan: dict[str, Any], rt: GraphRuntime) -> dict[str, Any]:
@@ -38,8 +38,14 @@ async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, 
     session = run.path.name
     state = initial_state(question, [str(Path(f).expanduser().resolve()) for f in files], session_id=session,
                           workspace=str(run.path / "workspace"))
-    try:
-        out = await graph.ainvoke(state, {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20})
+    out: dict[str, Any] = {}
+    try:  # forward the analyst's events to whoever streams the calling graph
+        async for mode, chunk in graph.astream(state, {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20},
+                                               stream_mode=["custom", "values"]):
+            if mode == "custom":
+                emit(chunk)
+            else:
+                out = chunk
     finally:
         await rt.sessions.close(session)
     traj = Trajectory.model_validate(out["trajectory"])

@@ -13,12 +13,11 @@ import uuid
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 
 from worldsmith.agents import analyst as agent
 from worldsmith.core.schemas import ExecSummary, Step, Trajectory
-from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.graphs.runtime import GraphRuntime, emit
 from worldsmith.tools.grammar import render_observation, render_turn
 
 ROLE = "agent"
@@ -49,13 +48,6 @@ class AnalystState(TypedDict, total=False):
     started: float
 
 
-def _emit(event: dict[str, Any]) -> None:
-    try:
-        get_stream_writer()(event)
-    except RuntimeError:  # not running inside a graph stream (direct node calls in tests)
-        pass
-
-
 def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     cfg = rt.settings.analyst
 
@@ -76,7 +68,7 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         else:
             user_prompt = agent.user_prompt(state["question"], "", names)
         new.append({"role": "user", "content": user_prompt})
-        _emit({"type": "status", "text": "thinking"})
+        emit({"type": "status", "text": "thinking"})
         return {"messages": new, "session_id": session_id, "turn": 0, "retries_left": cfg.format_retries,
                 "status": "running", "final_answer": None, "error": None, "pending": None, "trajectory": None,
                 "q_first_step": len(state.get("steps", [])), "user_prompt": user_prompt, "started": time.time()}
@@ -93,12 +85,12 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         base = {"index": index, "raw": d.raw, "thought": d.turn.thought, "prompt_tokens": d.prompt_tokens,
                 "completion_tokens": d.completion_tokens, "latency_s": d.latency_s}
         if d.turn.thought:
-            _emit({"type": "thought", "text": d.turn.thought, "turn": turn})
+            emit({"type": "thought", "text": d.turn.thought, "turn": turn})
         update: dict[str, Any] = {"turn": turn + 1, "messages": extra}
         if d.turn.action is None:
             step = Step(**base, void=True, void_reason=d.turn.error or "no action")
             feedback = agent.void_feedback(d.turn.error)
-            _emit({"type": "feedback", "text": feedback})
+            emit({"type": "feedback", "text": feedback})
             update.update(steps=[step.model_dump(mode="json")], pending=None,
                           messages=extra + [{"role": "assistant", "content": d.raw},
                                             {"role": "user", "content": feedback}])
@@ -117,7 +109,7 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     async def execute(state: AnalystState) -> dict[str, Any]:
         pending = dict(state["pending"] or {})
         code = pending["action"]["content"]
-        _emit({"type": "code", "code": code})
+        emit({"type": "code", "code": code})
         sb, fresh = await rt.sessions.get(state["session_id"], state.get("files", []), state.get("workspace"))
         if fresh:
             await sb.run(agent.PRELUDE)
@@ -128,10 +120,10 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
             replayed = await sb.replay()
             observation += ("\n[The interpreter was restarted; your earlier successful cells were re-run"
                             + ("." if replayed.ok else f", but re-running them failed: {replayed.error}.") + "]")
-        _emit({"type": "output", "text": observation, "ok": result.ok})
+        emit({"type": "output", "text": observation, "ok": result.ok})
         for f in result.files_changed:
             if f.lower().endswith((".png", ".jpg", ".jpeg", ".svg")):
-                _emit({"type": "plot", "path": str(sb.workspace / f) if sb.workspace else f})
+                emit({"type": "plot", "path": str(sb.workspace / f) if sb.workspace else f})
         pending.update(observation=observation, execution=ExecSummary(
             duration_s=result.duration_s, ok=result.ok, error_type=result.error.type if result.error else None,
             timed_out=result.timed_out, truncated=result.truncated, files_changed=list(result.files_changed)).model_dump())
@@ -150,7 +142,7 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         problems = agent.answer_problems(answer, state.get("question", ""), _names(state))
         if problems and state.get("retries_left", 0) > 0 and state.get("turn", 0) < cfg.max_turns:
             feedback = agent.format_feedback(problems, _names(state))
-            _emit({"type": "feedback", "text": feedback})
+            emit({"type": "feedback", "text": feedback})
             update.update(retries_left=state["retries_left"] - 1, messages=[{"role": "user", "content": feedback}])
         else:
             update["status"] = "answered"
@@ -177,7 +169,7 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
             completion_tokens=sum(s.completion_tokens for s in steps),
             time_s=round(time.time() - state.get("started", time.time()), 3),
             metadata={"few_shot": "analyst_example.json", "categories": state.get("categories") or []})
-        _emit({"type": "answer" if traj.final_answer else "done", "text": traj.final_answer or "", "status": status})
+        emit({"type": "answer" if traj.final_answer else "done", "text": traj.final_answer or "", "status": status})
         return {"status": status, "trajectory": traj.model_dump(mode="json")}
 
     g = StateGraph(AnalystState)

@@ -11,8 +11,7 @@ from typing import Any, Literal, TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from worldsmith.agents.router import Intent, classify
-from worldsmith.graphs.analyst import _emit
-from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.graphs.runtime import GraphRuntime, emit
 
 HELP = ("I can: answer questions about your data files (\"what drives cancellations in bookings.csv?\"); "
         "generate a synthetic data world with audited files (\"make a world about energy\"); make analysis tasks "
@@ -79,14 +78,14 @@ def build_router_graph(rt: GraphRuntime, checkpointer: Any = None, dispatch: Any
 
     async def understand(state: RouterState) -> dict[str, Any]:
         intent = await classify(rt.llm, state["request"], state.get("files"))
-        _emit({"type": "intent", "intent": intent.model_dump()})
+        emit({"type": "intent", "intent": intent.model_dump()})
         return {"intent": intent.model_dump()}
 
     async def plan(state: RouterState) -> dict[str, Any]:
         p = make_plan(Intent.model_validate(state["intent"]), rt.settings)
-        _emit({"type": "plan", "plan": dict(p)})
+        emit({"type": "plan", "plan": dict(p)})
         if p["missing"]:
-            _emit({"type": "missing", "items": p["missing"]})
+            emit({"type": "missing", "items": p["missing"]})
         return {"plan": p}
 
     def route(state: RouterState) -> Literal["run", "__end__"]:

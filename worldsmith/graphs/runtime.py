@@ -10,7 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langgraph.config import get_stream_writer
+
 from worldsmith.core.config import Settings
+
+
+def emit(event: dict[str, Any]) -> None:
+    """Send a custom stream event (`stream_mode="custom"`) to whoever streams the running graph."""
+    try:
+        get_stream_writer()(event)
+    except RuntimeError:  # called outside a running graph (direct calls in scripts and tests)
+        pass
 
 
 @dataclass
