@@ -53,6 +53,7 @@ def atomic_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Pat
     os.close(fd)
     try:
         shutil.copyfile(src, tmp)
+        shutil.copymode(src, tmp)  # mkstemp makes 0600 files; keep the source's permissions
         os.replace(tmp, dst)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

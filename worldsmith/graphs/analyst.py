@@ -7,6 +7,7 @@ Custom stream events (`stream_mode="custom"`): {"type": thought|code|output|plot
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import time
 import uuid
@@ -58,16 +59,7 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         if not state.get("question", "").strip():
             raise ValueError("the analyst needs a non-empty question")
         session_id = state.get("session_id") or (config.get("configurable") or {}).get("thread_id") or uuid.uuid4().hex
-        names = _names(state)
-        new: list[dict[str, str]] = []
-        if not state.get("messages"):
-            profile_text = _profile(state.get("files", []), cfg.profile_chars)
-            new.append({"role": "system", "content": agent.system_prompt(state.get("categories"), state.get("hints"))})
-            new.extend(agent.few_shot_messages())
-            user_prompt = agent.user_prompt(state["question"], profile_text, names)
-        else:
-            user_prompt = agent.user_prompt(state["question"], "", names)
-        new.append({"role": "user", "content": user_prompt})
+        new, user_prompt = await asyncio.to_thread(_opening, state, _names(state), cfg.profile_chars)
         emit({"type": "status", "text": "thinking"})
         return {"messages": new, "session_id": session_id, "turn": 0, "retries_left": cfg.format_retries,
                 "status": "running", "final_answer": None, "error": None, "pending": None, "trajectory": None,
@@ -185,6 +177,20 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     g.add_conditional_edges("check", route_after_check)
     g.add_edge("finalize", END)
     return g.compile(checkpointer=checkpointer, name="analyst")
+
+
+def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, str]], str]:
+    """Messages that open a question (file I/O: profiling and prompt templates, so run it off the event loop)."""
+    new: list[dict[str, str]] = []
+    if not state.get("messages"):
+        profile_text = _profile(state.get("files", []), profile_chars)
+        new.append({"role": "system", "content": agent.system_prompt(state.get("categories"), state.get("hints"))})
+        new.extend(agent.few_shot_messages())
+        user_prompt = agent.user_prompt(state["question"], profile_text, names)
+    else:
+        user_prompt = agent.user_prompt(state["question"], "", names)
+    new.append({"role": "user", "content": user_prompt})
+    return new, user_prompt
 
 
 def _profile(files: list[str], max_chars: int) -> str:

@@ -50,10 +50,12 @@ class SandboxSessions:
             while len(self._open) >= self.max_open:
                 old_id, old = self._open.popitem(last=False)
                 await old.close()
-            ws = Path(workspace) if workspace else self._dirs.setdefault(
-                session_id, Path(tempfile.mkdtemp(prefix=f"ws-{session_id[:12]}-")))
-            ws.mkdir(parents=True, exist_ok=True)
-            sb = open_sandbox(self.settings.sandbox, workspace=ws, inputs=[Path(p) for p in inputs])
+            ws = Path(workspace) if workspace else self._dirs.get(session_id)
+            if ws is None:
+                ws = self._dirs[session_id] = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"ws-{session_id[:12]}-"))
+            await asyncio.to_thread(ws.mkdir, parents=True, exist_ok=True)
+            sb = await asyncio.to_thread(open_sandbox, self.settings.sandbox, workspace=ws,
+                                         inputs=[Path(p) for p in inputs])
             await sb.__aenter__()
             self._open[session_id] = sb
             return sb, True

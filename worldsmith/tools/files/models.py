@@ -1,0 +1,115 @@
+"""Pydantic contracts produced by the profiler (what LLM agents see instead of raw files)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SemanticType = Literal["id", "categorical", "numeric", "datetime", "text", "bool"]
+
+
+class ValueCount(BaseModel):
+    value: str
+    count: int
+
+
+class ColumnProfile(BaseModel):
+    """Statistics of one column (computed on the stats sample when the table is sampled)."""
+
+    name: str
+    dtype: str = Field(description="pandas dtype as read")
+    semantic_type: SemanticType
+    null_rate: float = Field(description="fraction of missing values, 0..1")
+    n_unique: int = Field(description="distinct non-null values")
+    min: float | str | None = None
+    max: float | str | None = None
+    mean: float | None = None
+    std: float | None = None
+    top_values: list[ValueCount] = Field(default_factory=list, description="most frequent values (categoricals)")
+    examples: list[str] = Field(default_factory=list, description="a few distinct non-null values, clipped")
+    notes: list[str] = Field(default_factory=list, description="data-quality remarks (mixed types, padded names, …)")
+
+
+class TableProfile(BaseModel):
+    """Shape, columns, sample rows and keys of one table in a file."""
+
+    file: str = Field(description="path relative to the workspace root when known")
+    table: str | None = Field(None, description="sheet / SQLite table / JSON key; None for single-table files")
+    format: str
+    n_rows: int
+    n_rows_exact: bool = Field(description="False when n_rows is an estimate (line count of a sampled file)")
+    n_cols: int
+    columns: list[ColumnProfile]
+    sample_rows: list[dict[str, str]] = Field(default_factory=list, description="first rows, stringified and clipped")
+    candidate_keys: list[list[str]] = Field(default_factory=list, description="unique non-null columns or pairs")
+    sampled: bool = False
+    sampling_note: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.file}[{self.table}]" if self.table is not None else self.file
+
+
+class ColumnRef(BaseModel):
+    file: str
+    table: str | None = None
+    column: str
+
+    @property
+    def label(self) -> str:
+        t = f"[{self.table}]" if self.table is not None else ""
+        return f"{self.file}{t}.{self.column}"
+
+
+class CandidateJoin(BaseModel):
+    """Two columns that probably link two tables."""
+
+    left: ColumnRef
+    right: ColumnRef
+    reason: Literal["foreign_key", "name", "overlap", "name+overlap"]
+    overlap_ratio: float | None = Field(
+        None, description="|distinct(left) ∩ distinct(right)| / min(|distinct(left)|, |distinct(right)|), on samples"
+    )
+    left_unique: bool = False
+    right_unique: bool = False
+
+
+class FileFailure(BaseModel):
+    file: str
+    table: str | None = None
+    reason: str = Field(description="ReadErrorReason value")
+    message: str
+
+
+class DocumentNote(BaseModel):
+    """A non-table file (memo, notes, script) listed with its first lines."""
+
+    file: str
+    size_bytes: int
+    first_lines: list[str]
+
+
+class OtherFile(BaseModel):
+    """A file neither read as a table nor as a document (images, archives, …)."""
+
+    file: str
+    size_bytes: int
+    note: str
+
+
+class WorkspaceProfile(BaseModel):
+    """Everything the agents need to know about a folder of data files, without the raw files."""
+
+    root: str | None = None
+    tables: list[TableProfile] = Field(default_factory=list)
+    joins: list[CandidateJoin] = Field(default_factory=list)
+    failures: list[FileFailure] = Field(default_factory=list)
+    documents: list[DocumentNote] = Field(default_factory=list)
+    other_files: list[OtherFile] = Field(default_factory=list)
+
+    def to_prompt(self, max_chars: int = 8000) -> str:
+        """Compact text rendering that fits `max_chars`, shedding detail (sample rows, column stats) as needed."""
+        from worldsmith.tools.files.render import render_workspace
+
+        return render_workspace(self, max_chars)
