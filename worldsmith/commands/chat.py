@@ -9,19 +9,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from worldsmith.commands.common import EXIT_FAILED, STATE, console, emit_json, fail, friendly_errors
+from worldsmith.commands.common import EXIT_FAILED, STATE, console, emit_json, fail, friendly_errors, runtime
 
 
 def register(app: typer.Typer) -> None:
     app.command("ask")(ask)
     app.command("chat")(chat)
     app.command("serve")(serve)
-
-
-def _runtime():
-    from worldsmith.graphs.runtime import GraphRuntime
-
-    return GraphRuntime.from_settings(STATE.settings())
 
 
 def _check_files(files: list[Path]) -> list[str]:
@@ -43,7 +37,7 @@ def ask(request: Annotated[str, typer.Argument(help="What you want, in plain wor
     paths = _check_files(files or [])
 
     async def go() -> dict:
-        rt = _runtime()
+        rt = runtime()
         graph = build_router_graph(rt)
         final: dict = {}
         async for mode, chunk in graph.astream({"request": request, "files": paths, "execute": not plan_only},
@@ -88,7 +82,7 @@ def chat(files: Annotated[Optional[list[Path]], typer.Argument(help="Data files 
     thread_id = thread or uuid.uuid4().hex[:12]
 
     async def go() -> None:
-        rt = _runtime()
+        rt = runtime()
         async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
             graph = build_analyst_graph(rt, checkpointer=saver)
             cfg = {"configurable": {"thread_id": thread_id}, "recursion_limit": 8 * settings.analyst.max_turns + 20}

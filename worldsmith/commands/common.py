@@ -78,7 +78,8 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
-def run_async(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    import asyncio
+def runtime() -> Any:
+    """LLM + sandboxes for the effective settings (built lazily: `--help` never loads a model)."""
+    from worldsmith.graphs.runtime import GraphRuntime
 
-    return asyncio.run(fn(*args, **kwargs))
+    return GraphRuntime.from_settings(STATE.settings())

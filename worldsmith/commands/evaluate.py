@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from worldsmith.commands.common import EXIT_USAGE, STATE, console, emit_json, fail, friendly_errors
+from worldsmith.commands.common import EXIT_USAGE, console, emit_json, fail, friendly_errors, runtime
 
 
 def register(app: typer.Typer) -> None:
@@ -76,7 +76,6 @@ def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, ta
              resume: Annotated[Optional[Path], typer.Option(help="Continue an earlier eval run directory.")] = None,
              json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
     """Evaluate the analyst: every trajectory is saved; the report has pass@1, pass@k, per level and category."""
-    from worldsmith.graphs.runtime import GraphRuntime
     from worldsmith.llm import LLMError
     from worldsmith.training.dabench import DABenchError
 
@@ -84,7 +83,7 @@ def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, ta
         fail(f"{tasks}: no such folder", code=EXIT_USAGE)
     if samples is not None and samples < 1:
         fail("--samples must be at least 1", code=EXIT_USAGE)
-    rt = GraphRuntime.from_settings(STATE.settings())
+    rt = runtime()
     with friendly_errors(LLMError, DABenchError, FileNotFoundError, ValueError):
         result = asyncio.run(evaluate_path(rt, tasks, samples=samples, limit=limit, ids=ids, split=split,
                                            run_path=resume, show_progress=not json_out))

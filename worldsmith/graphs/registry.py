@@ -20,3 +20,10 @@ def _router(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     from worldsmith.graphs.router import build_router_graph
 
     return build_router_graph(rt, checkpointer=checkpointer)
+
+
+@register("world")
+def _world(rt: GraphRuntime, checkpointer: Any = None) -> Any:
+    from worldsmith.graphs.world import build_world_graph
+
+    return build_world_graph(rt, checkpointer=checkpointer)

@@ -12,10 +12,13 @@ from worldsmith.graphs.runtime import GraphRuntime
 
 
 def task_files(task: Task) -> list[Path]:
+    """The sandbox inputs of a task: its workspace's top-level entries, so the solver's working directory
+    mirrors the workspace (files at the root, sub-folders such as memos/ as folders)."""
     if not task.workspace.root:
         raise ValueError(f"task {task.id}: its workspace has no root folder on disk (read it from a task package)")
     root = Path(task.workspace.root)
-    return [root / f.path for f in task.workspace.files]
+    tops = dict.fromkeys(f.path.split("/", 1)[0] for f in task.workspace.files)
+    return [root / t for t in tops]
 
 
 class TaskSolver:
