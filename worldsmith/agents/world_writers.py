@@ -44,7 +44,8 @@ def question_problems(text: str, spec: TaskSpec) -> list[str]:
     for p in spec.phenomena:
         if isinstance(p.value, (int, float)):
             for digits in (1, 2, 3):
-                if f"{p.value:.{digits}f}" in text and abs(p.value) >= 0.05:
+                shown = f"{p.value:.{digits}f}"
+                if len(shown.lstrip("-0.").replace(".", "")) >= 2 and shown in text:  # skip '0.0', '1.0', '0.04'…
                     problems.append("the request must not state the numbers the analyst has to compute")
                     break
     named = [r for r in spec.related if r.replace("_", " ") in low or r in low]

@@ -4,7 +4,6 @@ canonical values, and reference solutions verified in the sandbox (their runs do
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +42,11 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
     from worldsmith.agents.world_writers import deliverable_block, write_request
     from worldsmith.evolution.worlds.audit import load_contract
     from worldsmith.evolution.worlds.solution import reference_solution_code
-    from worldsmith.evolution.worlds.tasks import method_items, rubric_items, sample_specs
+    from worldsmith.evolution.worlds.tasks import load_ledger, method_items, rubric_items, sample_specs
 
     contract = await asyncio.to_thread(load_contract, world_dir)
     specs = await asyncio.to_thread(sample_specs, world_dir, max_tasks=max_tasks, seed=seed)
-    ledger = json.loads((world_dir / ".truth" / "ledger.json").read_text(encoding="utf-8"))
+    ledger = await asyncio.to_thread(load_ledger, world_dir)
     data_root = world_dir / "data"
     ref = await asyncio.to_thread(workspace_ref, data_root)
     files = [f.path for f in ref.files]

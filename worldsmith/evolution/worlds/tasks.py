@@ -178,9 +178,17 @@ _METHOD_TEXT = {
     "rename": "recognises renamed columns ({cols}) as the same variable",
     "split_column": "recombines the split column ({cols})",
     "delay": "accounts for reporting delays in {cols}",
-    "unlabeled_foreign_key": "joins the tables through the unlabeled key column ({cols})",
+    "unlabeled_fk": "joins the tables through the unlabeled key column ({cols})",
     "id_style": "reconciles identifier spellings across files",
 }
+
+
+def load_ledger(world_dir: str | Path) -> list[dict]:
+    """The projection ledger's entries (truth side: never shown to solvers)."""
+    import json
+
+    data = json.loads((Path(world_dir) / ".truth" / "ledger.json").read_text(encoding="utf-8"))
+    return list(data.get("entries", [])) if isinstance(data, dict) else list(data)
 
 
 def method_items(spec: TaskSpec, ledger: list[dict], max_items: int = 3) -> list[Criterion]:

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job on the embedded default model, end to end and offline:
+# a world (contract → files → audit) → tasks with verified reference solutions → the analyst solves two of them
+# → evaluation report. Everything lands under runs/demo-<stamp>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WS=.venv/bin/worldsmith
+OUT="runs/demo-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$OUT"
+echo "== 1/4 world: generate and audit ($OUT/world)"
+$WS world new "$OUT/world" --domain customer_pricing --seed 7 --rows 20000
+$WS world audit "$OUT/world" > "$OUT/audit.txt" && tail -n 1 "$OUT/audit.txt"
+echo "== 2/4 tasks: stakeholder requests, rubrics, reference solutions verified in the sandbox"
+$WS world tasks "$OUT/world" --out "$OUT/tasks" --max-tasks 4
+echo "== 3/4 analyst: one question about one of the world's files"
+$WS ask "What is the average price for each plan tier in crm.csv?" "$OUT/world/data/crm.csv"
+echo "== 4/4 eval: the analyst on two of the generated closed-form tasks"
+$WS eval --tasks "$OUT/tasks" --limit 2
+echo "done: see $OUT and the run directories under runs/"
