@@ -1,0 +1,18 @@
+"""The LLM layer: one interface (sync + async) over embedded llama.cpp, OpenAI-compatible and scripted providers.
+
+    llm = LLM(settings.llm, home=settings.home)          # or LLM.from_settings(settings)
+    llm.complete([{"role": "user", "content": "hi"}], role="agent").text
+    llm.structured(messages, MySchema, role="judge")    # validated MySchema instance
+"""
+
+from worldsmith.llm.accounting import RoleUsage
+from worldsmith.llm.client import LLM
+from worldsmith.llm.config import EndpointConfig, LLMConfig
+from worldsmith.llm.errors import (LLMConfigError, LLMError, LLMOutputError, LLMRequestError,
+                                   LLMUnavailableError)
+from worldsmith.llm.types import Completion, Message, StructuredResult, TokenUsage
+
+__all__ = [
+    "LLM", "LLMConfig", "EndpointConfig", "Completion", "Message", "TokenUsage", "StructuredResult", "RoleUsage",
+    "LLMError", "LLMConfigError", "LLMUnavailableError", "LLMRequestError", "LLMOutputError",
+]

@@ -1,0 +1,222 @@
+"""Standalone pandas kernels shared by the auditor and the reference solutions.
+
+This module imports only the standard library, numpy and pandas, on purpose: `solution.py` copies
+the source of the functions a reference solution needs into a self-contained script, so the script
+and the auditor run literally the same reconciliation and recipe code.
+Every reconciliation kernel takes a DataFrame first and returns a new one.
+"""
+
+import operator
+import re
+import sqlite3
+
+import numpy as np
+import pandas as pd
+
+
+# ----------------------------------------------------------------------------- reading
+def read_table(path, fmt, part=None):
+    """Read one observed table. part = sheet name (xlsx) or table name (sqlite)."""
+    if fmt in ("csv", "csv.gz"):
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    if fmt == "parquet":
+        return pd.read_parquet(path)
+    if fmt == "jsonl":
+        return pd.read_json(path, lines=True, dtype=False, convert_dates=False)
+    if fmt == "json":
+        return pd.read_json(path, orient="records", dtype=False, convert_dates=False)
+    if fmt == "xlsx":
+        return read_sheets(path, [part])[part]
+    if fmt == "sqlite":
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+            return pd.read_sql_query(f'SELECT * FROM "{part}"', con)
+    raise ValueError(f"{path}: unsupported format {fmt!r}")
+
+
+def read_sheets(path, sheets=None):
+    """Several sheets of a workbook in one pass: {sheet name: DataFrame} (all sheets when None)."""
+    return pd.read_excel(path, sheet_name=sheets, dtype=str, keep_default_na=False, na_values=[""])
+
+
+def rename_columns(df, mapping):
+    """Rename observed columns to canonical names (only those present)."""
+    return df.rename(columns={k: v for k, v in mapping.items() if k in df.columns})
+
+
+def join_name(df, first, last, into):
+    """Re-assemble a 'First Last' column that an export split in two."""
+    df = df.copy()
+    df[into] = df[first].astype("string").str.strip() + " " + df[last].astype("string").str.strip()
+    return df.drop(columns=[first, last])
+
+
+# ----------------------------------------------------------------------------- identifiers
+def id_pattern(prefix, alias):
+    """Regex matching every spelling of one entity's ids: C-00012, c12, CUST_12, C00012."""
+    words = "|".join(sorted({re.escape(prefix), re.escape(alias)}, key=len, reverse=True))
+    return rf"^\s*(?i:{words})[-_]?0*(\d+)\s*$"
+
+
+def normalise_ids(df, column, prefix, alias):
+    """Rewrite any id spelling as PREFIX-<number> (no padding) so systems join."""
+    df = df.copy()
+    codes, uniques = pd.factorize(df[column])  # parse each distinct spelling once
+    digits = pd.Series(uniques, dtype=object).astype("string").str.extract(id_pattern(prefix, alias), expand=False)
+    number = pd.to_numeric(digits, errors="coerce").astype("Int64")
+    canon = np.array((prefix + "-" + number.astype("string")).astype(object), dtype=object)
+    canon[number.isna().to_numpy()] = np.nan
+    out = np.full(len(codes), np.nan, dtype=object)
+    out[codes >= 0] = canon[codes[codes >= 0]]
+    df[column] = pd.Series(out, index=df.index, dtype=object)
+    return df
+
+
+def id_match_rate(series, prefix, alias):
+    """Share of non-blank values that look like ids of the entity (used to find unlabeled keys)."""
+    s = series.dropna().astype("string")
+    if len(s) == 0:
+        return 0.0
+    return float(s.str.match(id_pattern(prefix, alias)).mean())
+
+
+# ----------------------------------------------------------------------------- values
+def parse_dates(df, column, fmt):
+    df = df.copy()
+    df[column] = pd.to_datetime(df[column].astype("string"), format=fmt, errors="coerce")
+    return df
+
+
+def to_numeric(df, columns):
+    df = df.copy()
+    for c in columns:
+        if c in df.columns:
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+    return df
+
+
+def strip_labels(df, columns):
+    df = df.copy()
+    for c in columns:
+        if c in df.columns:
+            df[c] = df[c].astype("string").str.strip().astype(object).where(df[c].notna(), np.nan)
+    return df
+
+
+def undo_unit_change(df, column, date_column, since, factor):
+    """Rows recorded on/after `since` were written as value * factor: divide them back."""
+    df = df.copy()
+    late = df[date_column] >= pd.Timestamp(since)
+    df.loc[late, column] = df.loc[late, column] / factor
+    return df
+
+
+def undo_recode(df, column, new_to_old, date_column=None, since=None):
+    """Map renamed category labels back (only rows recorded on/after `since` when given)."""
+    df = df.copy()
+    rows = df[column].notna()
+    if since is not None:
+        rows &= df[date_column] >= pd.Timestamp(since)
+    df.loc[rows, column] = df.loc[rows, column].replace(new_to_old)
+    return df
+
+
+def shift_dates(df, column, days):
+    df = df.copy()
+    df[column] = df[column] - pd.Timedelta(days=days)
+    return df
+
+
+def dedupe(df, keys):
+    """Keep the first record of each key (repeated records follow their original)."""
+    return df.drop_duplicates(subset=keys, keep="first").reset_index(drop=True)
+
+
+def combine_sources(frames, keys):
+    """Outer-join several systems that record the same entity; first non-blank value wins."""
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.merge(other, on=keys, how="outer", suffixes=("", "__dup"))
+        for col in [c for c in out.columns if c.endswith("__dup")]:
+            base = col[: -len("__dup")]
+            out[base] = out[base].combine_first(out[col])
+            out = out.drop(columns=[col])
+    return out
+
+
+def attach_parent(child, parent, key):
+    """Bring a parent entity's columns onto each child row through the foreign key."""
+    parent = parent.drop(columns=[c for c in parent.columns if c in child.columns and c != key])
+    return child.merge(parent, on=key, how="left")
+
+
+# ----------------------------------------------------------------------------- recipes
+def apply_where(df, conditions):
+    """conditions: list of (column, op, value)."""
+    for column, op, value in conditions:
+        col = df[column]
+        if isinstance(value, str) and pd.api.types.is_datetime64_any_dtype(col):
+            value = pd.Timestamp(value)
+        if op == "in":
+            mask = col.isin(list(value))
+        else:
+            mask = {"==": operator.eq, "!=": operator.ne, ">": operator.gt, ">=": operator.ge,
+                    "<": operator.lt, "<=": operator.le}[op](col, value)
+        df = df[mask.fillna(False).astype(bool)]
+    return df
+
+
+def op_mean(df, variable):
+    return float(df[variable].dropna().mean())
+
+
+def op_group_mean(df, variable, by, group):
+    return float(df.loc[df[by] == group, variable].dropna().mean())
+
+
+def op_mean_diff(df, variable, by, group_a, group_b):
+    return op_group_mean(df, variable, by, group_a) - op_group_mean(df, variable, by, group_b)
+
+
+def op_share(df, variable, value):
+    s = df[variable].dropna()
+    if not isinstance(value, str):
+        s = pd.to_numeric(s, errors="coerce").dropna()
+    return float((s == value).mean())
+
+
+def op_slope(df, x, y):
+    d = df[[x, y]].dropna().astype(float)
+    xc = d[x] - d[x].mean()
+    return float((xc * (d[y] - d[y].mean())).sum() / (xc * xc).sum())
+
+
+def op_corr(df, x, y):
+    d = df[[x, y]].dropna().astype(float)
+    return float(np.corrcoef(d[x], d[y])[0, 1])
+
+
+def op_pre_post(df, variable, date_column, event_date, window_days=None):
+    d = df[[variable, date_column]].dropna()
+    when = pd.Timestamp(event_date)
+    if window_days is not None:
+        d = d[(d[date_column] >= when - pd.Timedelta(days=window_days))
+              & (d[date_column] < when + pd.Timedelta(days=window_days))]
+    after = d[date_column] >= when
+    return float(d.loc[after, variable].mean() - d.loc[~after, variable].mean())
+
+
+def op_lagged_corr(df, x, y, unit_column, time_column, lag):
+    d = df[[unit_column, time_column, x, y]].dropna(subset=[unit_column, time_column])
+    order = {t: i for i, t in enumerate(sorted(d[time_column].dropna().unique()))}
+    d = d.assign(_t=d[time_column].map(order))
+    prev = d[[unit_column, "_t", x]].assign(_t=d["_t"] + lag).rename(columns={x: "_lagged"})
+    m = d[[unit_column, "_t", y]].merge(prev, on=[unit_column, "_t"], how="inner").dropna()
+    return float(np.corrcoef(m["_lagged"].astype(float), m[y].astype(float))[0, 1])
+
+
+def op_distinct_count(df, key):
+    return float(df[key].dropna().nunique())
+
+
+def op_top_group(df, variable, by):
+    return str(df.groupby(by)[variable].mean().idxmax())

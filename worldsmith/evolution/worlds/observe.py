@@ -1,0 +1,144 @@
+"""Observation projection: canonical state -> what each system exports (tables + ledger).
+
+Per system the canonical rows pass through a fixed sequence of stages: rounding, sabotage (test
+hook), posting delays, unit drift, relabelling, missing values, duplicates, id spelling, date
+formatting, split columns, year partitions and column renames. Each stage that changes something
+appends a LedgerEntry. Stage order matters and is part of the contract's meaning: unit changes and
+relabelling apply by *recorded* date, as they would in a real system.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import defects as D
+from .contract import ObservationSystem, WorldContract
+from .defects import Ctx, LedgerEntry, Sabotage
+from .engine import CanonicalState, column, rng_for
+
+ISO = "%Y-%m-%d"
+_STAGE = {"delay": 0, "unit_drift": 1, "recode": 2, "missing": 3, "duplicates": 4}
+
+
+@dataclass
+class ObservedPart:
+    label: str | None  # year of a partition, None when the system is not partitioned
+    frame: pd.DataFrame
+
+
+@dataclass
+class ObservedSystem:
+    system: ObservationSystem
+    parts: list[ObservedPart]
+    entries: list[LedgerEntry] = field(default_factory=list)
+
+
+def system_keys(c: WorldContract, s: ObservationSystem) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """(row key columns, id columns -> (prefix, alias)) of a system's table."""
+    e = c.entity(s.entity)
+    ids: dict[str, tuple[str, str]] = {}
+    if e.kind != "panel":
+        ids[e.key] = (e.id_prefix, str(e.alias))  # type: ignore[index]
+    if e.parent is not None:
+        p = c.entity(e.parent)
+        ids[p.key] = (p.id_prefix, str(p.alias))  # type: ignore[index]
+    keys = [e.key] if e.kind != "panel" else [c.entity(e.parent).key, "period"]  # type: ignore[arg-type, list-item]
+    return keys, ids  # type: ignore[return-value]
+
+
+def _format_dates(values: pd.Series, fmt: str) -> pd.Series:
+    codes, uniques = pd.factorize(values)
+    text = np.asarray(pd.DatetimeIndex(uniques).strftime(fmt), dtype=object)
+    out = np.where(codes >= 0, text[np.maximum(codes, 0)], None)
+    return pd.Series(out, index=values.index, dtype=object)
+
+
+def _base_frame(state: CanonicalState, s: ObservationSystem, keys: list[str],
+                ids: dict[str, tuple[str, str]]) -> pd.DataFrame:
+    c = state.contract
+    e = c.entity(s.entity)
+    table = state.tables[e.name]
+    lead = list(dict.fromkeys([*ids, *([e.time_column] if e.time_column else [])]))
+    cols: dict[str, object] = {}
+    for col in [*lead, *s.variables]:
+        v = table[col]
+        kind = c.node(col).kind if col in s.variables else None
+        if kind == "numeric" and c.node(col).decimals is not None:
+            cols[col] = v.to_numpy().round(c.node(col).decimals)
+        elif isinstance(v.dtype, pd.CategoricalDtype) or v.dtype == object:
+            cols[col] = column(np.asarray(v.to_numpy(dtype=object)))
+        else:
+            cols[col] = v.to_numpy()
+    return pd.DataFrame(cols)
+
+
+def project_system(state: CanonicalState, s: ObservationSystem,
+                   sabotage: list[Sabotage] | None = None) -> ObservedSystem:
+    c = state.contract
+    e = c.entity(s.entity)
+    keys, ids = system_keys(c, s)
+    df = _base_frame(state, s, keys, ids)
+    entries: list[LedgerEntry] = []
+
+    def ctx(tag: str) -> Ctx:
+        return Ctx(c, s, rng_for(state.seed, "observe", s.name, tag), e.time_column, keys, ids)
+
+    for sb in sabotage or []:
+        if sb.variable in df.columns:
+            df, entry = D.sabotage(df, sb, ctx(f"sabotage:{sb.variable}"))
+            entries.append(entry)
+    staged = sorted(((j, d) for j, d in enumerate(s.defects) if d.type in _STAGE), key=lambda x: (_STAGE[x[1].type], x[0]))
+    for j, d in staged:
+        df, entry = getattr(D, d.type)(df, d, ctx(f"{j}:{d.type}"))
+        entries.append(entry)
+    if s.id_style != "canonical":
+        df, entry = D.id_spelling(df, ctx("id_spelling"))
+        entries.append(entry)
+    years = df[e.time_column].dt.year.to_numpy() if e.time_column else None
+    if e.time_column:
+        before = df[e.time_column].copy()
+        df[e.time_column] = _format_dates(df[e.time_column], s.date_format)
+        if s.date_format != ISO:
+            rows = np.ones(len(df), dtype=bool)
+            entries.append(D._entry(ctx("date_format"), "date_format", {"format": s.date_format}, [e.time_column],
+                                    rows, before, df[e.time_column], True))
+    for j, d in enumerate(s.defects):
+        if d.type == "split_column":
+            df, entry = D.split_column(df, d, ctx(f"{j}:split"))
+            entries.append(entry)
+    parts = _partition(df, years, s, c)
+    entries += _renames(parts, s, c)
+    if not s.dictionary:
+        entries.append(LedgerEntry(system=s.name, defect="no_dictionary", note="system left out of the data dictionary"))
+    return ObservedSystem(system=s, parts=parts, entries=entries)
+
+
+def _partition(df: pd.DataFrame, years: np.ndarray | None, s: ObservationSystem, c: WorldContract) -> list[ObservedPart]:
+    if s.partition != "year" or years is None:
+        return [ObservedPart(None, df.reset_index(drop=True))]
+    return [ObservedPart(str(y), df[years == y].reset_index(drop=True)) for y in sorted(set(years.tolist()))]
+
+
+def _renames(parts: list[ObservedPart], s: ObservationSystem, c: WorldContract) -> list[LedgerEntry]:
+    entries = []
+    for d in s.defects:
+        if d.type not in ("rename", "unlabeled_fk"):
+            continue
+        first = c.timeline.start.year + (d.from_partition if d.type == "rename" else 0)
+        touched = 0
+        for part in parts:
+            if part.label is None or int(part.label) >= first or d.type == "unlabeled_fk":
+                part.frame = part.frame.rename(columns={d.column: d.new_name})
+                touched += len(part.frame)
+        entries.append(LedgerEntry(system=s.name, defect=d.type, params=d.model_dump(mode="json"),
+                                   columns=[d.column, d.new_name], rows_affected=touched, example_before=d.column,
+                                   example_after=d.new_name, documented=d.type == "rename"))
+    return entries
+
+
+def project(state: CanonicalState, sabotage: list[Sabotage] | None = None) -> list[ObservedSystem]:
+    """Every system's observed tables, in contract order."""
+    return [project_system(state, s, sabotage) for s in state.contract.systems]

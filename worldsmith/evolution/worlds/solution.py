@@ -1,0 +1,132 @@
+"""Reference solutions: a standalone pandas script per phenomenon, built from the auditor's own plan.
+
+The script contains the source of the kernel functions it calls (copied from `kernels.py`), one
+loader per observation system with the reconciliation steps the auditor planned, the joins, and
+the recipe call. Run from the world directory, it reads only `data/` and prints `@<id>[<value>]`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from . import kernels
+from .audit import load_contract
+from .contract import WorldContract
+from .recipes import recipe_call, recipe_entity, where_args
+from .reconcile import ReconcilePlan, SourcePlan, Step, build_plan
+
+_HEADER = '''#!/usr/bin/env python3
+"""Reference solution for phenomenon `{pid}` of world `{wid}`.
+
+{statement}
+Run from the world directory: it reads only files under data/ and prints @{pid}[value].
+"""
+import operator
+import re
+import sqlite3
+
+import numpy as np
+import pandas as pd
+'''
+
+
+def _kernel_names() -> list[str]:
+    return [n for n, f in inspect.getmembers(kernels, inspect.isfunction) if f.__module__ == kernels.__name__]
+
+
+def _with_dependencies(names: set[str]) -> list[str]:
+    known = _kernel_names()
+    todo, seen = list(names), set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        src = inspect.getsource(getattr(kernels, n))
+        todo += [k for k in known if k != n and re.search(rf"\b{k}\(", src)]
+    order = {n: inspect.getsourcelines(getattr(kernels, n))[1] for n in seen}
+    return sorted(seen, key=order.__getitem__)
+
+
+def _call(step: Step, var: str = "df") -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in step.kwargs.items())
+    return f"{var} = {step.fn}({var}{', ' + args if args else ''})"
+
+
+def _loader(src: SourcePlan, used: set[str]) -> list[str]:
+    lines = [f"def load_{src.system}():", f'    """Observation system `{src.system}` ({src.entity})."""', "    frames = []"]
+    for part in src.parts:
+        used.add("read_table")
+        lines.append(f"    df = read_table({part.path!r}, {part.fmt!r}, {part.part!r})")
+        for st in part.steps:
+            used.add(st.fn)
+            lines.append("    " + _call(st))
+        lines.append("    frames.append(df)")
+    lines.append("    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]")
+    for st in src.steps:
+        used.add(st.fn)
+        lines.append("    " + _call(st))
+    lines += ["    return df", "", ""]
+    return lines
+
+
+def _entity_chain(c: WorldContract, plan: ReconcilePlan, entity: str) -> list[str]:
+    """Entities whose tables the wide table of `entity` needs, root first (mirrors Reconciled.wide)."""
+    chain = [entity, *c.ancestors(entity)]
+    return [e for e in reversed(chain) if plan.entity_sources(e)]
+
+
+def _joins(c: WorldContract, plan: ReconcilePlan, entity: str, used: set[str]) -> list[str]:
+    lines = []
+    have: set[str] = set()
+    for e in _entity_chain(c, plan, entity):
+        loaders = ", ".join(f"load_{s.system}()" for s in plan.entity_sources(e))
+        used.add("combine_sources")
+        lines.append(f"{e} = combine_sources([{loaders}], {plan.keys[e]!r})")
+        parent = c.entity(e).parent
+        if parent in have:
+            key = c.entity(parent).key  # type: ignore[arg-type]
+            used.add("attach_parent")
+            lines.append(f"if {key!r} in {e}.columns:")
+            lines.append(f"    {e} = attach_parent({e}, {parent}, {key!r})")
+        have.add(e)
+    return lines
+
+
+def reference_solution_code(world_dir: str | Path, phenomenon_id: str) -> str:
+    """Standalone script recomputing a phenomenon from the observed files, as the auditor does."""
+    world_dir = Path(world_dir)
+    c = load_contract(world_dir)
+    ph = c.phenomenon(phenomenon_id)
+    plan, _ = build_plan(world_dir, c)
+    entity = recipe_entity(c, ph.recipe)
+    if not plan.entity_sources(entity):
+        raise ValueError(f"phenomenon {phenomenon_id}: no observation system records {entity}; not recoverable")
+    used: set[str] = set()
+    body: list[str] = []
+    for e in _entity_chain(c, plan, entity):
+        for src in plan.entity_sources(e):
+            body += _loader(src, used)
+    body += _joins(c, plan, entity, used)
+    fn, kwargs = recipe_call(c, ph.recipe)
+    used.add(fn)
+    frame = entity
+    if ph.recipe.where:
+        used.add("apply_where")
+        body.append(f"frame = apply_where({entity}, {where_args(ph.recipe)!r})")
+        frame = "frame"
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    body += [f"value = {fn}({frame}, {args})", f'print("@{phenomenon_id}[%s]" % (value,))']
+    if "read_table" in used:
+        used.add("read_sheets")
+    funcs = [inspect.getsource(getattr(kernels, n)) for n in _with_dependencies(used)]
+    header = _HEADER.format(pid=phenomenon_id, wid=c.id, statement=ph.statement)
+    return header + "\n\n" + "\n\n".join(funcs) + "\n\n" + "\n".join(body) + "\n"
+
+
+def parse_answer(output: str, phenomenon_id: str) -> str | None:
+    """The value printed as @<id>[value] by a reference solution (None when absent)."""
+    m = re.search(rf"@{re.escape(phenomenon_id)}\[(.*?)\]", output)
+    return m.group(1) if m else None

@@ -1,0 +1,186 @@
+"""A world on disk: build (atomically, resumably) and load.
+
+`build_world` writes into a temporary sibling directory and renames it into place when complete,
+so a killed build leaves no half world. A directory whose manifest already records the same
+contract hash, seed, rows and engine version is reused as is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from .artifacts import (AUDIT, CONTRACT, DATA, LEDGER, MANIFEST, PHENOMENA, TRUTH, Manifest, PhenomenonTruth,
+                        file_hashes, render_statement, write_json)
+from .contract import WorldContract
+from .dataroom import write_documents
+from .defects import LedgerEntry, Sabotage
+from .engine import ENGINE_VERSION, CanonicalState, generate, scaled
+from .observe import project
+from .recipes import recipe_entity
+from .writers import FileRecord, write_observed
+
+Progress = Callable[[str, float], None]
+
+
+class WorldResult(BaseModel):
+    world_dir: str
+    world_id: str
+    contract_sha256: str
+    seed: int
+    entity_rows: dict[str, int]
+    files: list[FileRecord] = Field(default_factory=list)
+    skipped: bool = False  # an identical complete world already existed
+    audit_summary: dict[str, dict[str, int]] | None = None
+    recoverable: list[str] = Field(default_factory=list)
+    timings: dict[str, float] = Field(default_factory=dict)
+
+
+def _existing(out_dir: Path, sha: str, seed: int, rows: int | None) -> Manifest | None:
+    path = out_dir / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        m = Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    same = (m.complete and m.contract_sha256 == sha and m.seed == seed and m.rows == rows
+            and m.engine_version == ENGINE_VERSION)
+    return m if same else None
+
+
+def _write_truth(state: CanonicalState, ledger: list[LedgerEntry], root: Path) -> None:
+    canon = root / TRUTH / "canonical"
+    canon.mkdir(parents=True, exist_ok=True)
+    for name, table in state.tables.items():
+        table.to_parquet(canon / f"{name}.parquet", index=False, compression="snappy")
+    write_json(root / LEDGER, {"entries": [e.model_dump(mode="json") for e in ledger]})
+    c = state.contract
+    values = state.phenomenon_values()
+    items = [PhenomenonTruth(id=p.id, value=values[p.id], tolerance=p.tolerance, kind=p.kind,
+                             statement=render_statement(p.statement, values[p.id]), entity=recipe_entity(c, p.recipe))
+             for p in c.phenomena]
+    write_json(root / PHENOMENA, {"phenomena": [x.model_dump(mode="json") for x in items]})
+
+
+def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: int | None = None,
+                progress: Progress | None = None, produced_by: str = "engine", audit: bool = True,
+                sabotage: list[Sabotage] | None = None, overwrite: bool = False) -> WorldResult:
+    """contract + seed -> a world directory (data room, truth, manifest, and by default the audit)."""
+    out_dir = Path(out_dir)
+    note = progress or (lambda stage, frac: None)
+    full = scaled(contract, rows)
+    if sabotage:
+        produced_by += "+sabotage:" + ",".join(f"{s.kind}:{s.variable}" for s in sabotage)
+    sha = full.sha256() if not sabotage else f"{full.sha256()}+{sabotage[0].model_dump_json()}"
+    done = _existing(out_dir, sha, seed, rows)
+    if done is not None:
+        note("skipped", 1.0)
+        return WorldResult(world_dir=str(out_dir), world_id=full.id, contract_sha256=sha, seed=seed,
+                           entity_rows=done.entity_rows, skipped=True)
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite and (out_dir / MANIFEST).exists():
+        raise FileExistsError(f"{out_dir} holds a different complete world (other contract/seed/rows); "
+                              "pass overwrite=True or choose another directory")
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    timings: dict[str, float] = {}
+    try:
+        t0 = time.perf_counter()
+        note("generate", 0.0)
+        state = generate(full, seed)
+        timings["generate"] = time.perf_counter() - t0
+        note("project", 0.3)
+        t0 = time.perf_counter()
+        observed = project(state, sabotage)
+        timings["project"] = time.perf_counter() - t0
+        note("write", 0.5)
+        t0 = time.perf_counter()
+        records = write_observed(observed, tmp / DATA)
+        write_documents(full, observed, records, tmp / DATA)
+        (tmp / CONTRACT).write_text(json.dumps(full.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+        ledger = [e for o in observed for e in o.entries]
+        _write_truth(state, ledger, tmp)
+        timings["write"] = time.perf_counter() - t0
+        result = WorldResult(world_dir=str(out_dir), world_id=full.id, contract_sha256=sha, seed=seed,
+                             entity_rows={k: len(v) for k, v in state.tables.items()}, files=records)
+        del state, observed
+        if audit:
+            note("audit", 0.7)
+            t0 = time.perf_counter()
+            from .audit import audit_world, recoverable_phenomena
+
+            report = audit_world(tmp)
+            timings["audit"] = time.perf_counter() - t0
+            result.audit_summary = report.summary
+            result.recoverable = [r.id for r in recoverable_phenomena(report)]
+        manifest = Manifest(schema_version=full.schema_version, engine_version=ENGINE_VERSION, world_id=full.id,
+                            contract_sha256=sha, seed=seed, rows=rows, produced_by=produced_by,
+                            entity_rows=result.entity_rows, files=file_hashes(tmp))
+        write_json(tmp / MANIFEST, manifest.model_dump(mode="json"))
+        _swap_into_place(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    result.timings = timings
+    note("done", 1.0)
+    return result
+
+
+def _swap_into_place(tmp: Path, out_dir: Path) -> None:
+    old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
+    if out_dir.exists():
+        os.replace(out_dir, old)
+    os.replace(tmp, out_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@dataclass
+class LoadedWorld:
+    """Read access to a built world (truth included: for the task writer, not for solvers)."""
+
+    path: Path
+    contract: WorldContract
+    manifest: Manifest
+
+    def canonical(self, entity: str) -> pd.DataFrame:
+        return pd.read_parquet(self.path / TRUTH / "canonical" / f"{entity}.parquet")
+
+    def ledger(self) -> list[LedgerEntry]:
+        data = json.loads((self.path / LEDGER).read_text(encoding="utf-8"))
+        return [LedgerEntry.model_validate(e) for e in data["entries"]]
+
+    def phenomena(self) -> list[PhenomenonTruth]:
+        data = json.loads((self.path / PHENOMENA).read_text(encoding="utf-8"))
+        return [PhenomenonTruth.model_validate(p) for p in data["phenomena"]]
+
+    def audit(self):  # -> AuditReport | None
+        from .audit import read_audit
+
+        return read_audit(self.path) if (self.path / AUDIT).exists() else None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.path / DATA
+
+    def verify(self) -> list[str]:
+        """Files whose sha256 no longer matches the manifest (empty list = intact)."""
+        now = file_hashes(self.path)
+        return sorted(k for k, v in self.manifest.files.items() if now.get(k) != v)
+
+
+def load_world(world_dir: str | Path) -> LoadedWorld:
+    path = Path(world_dir)
+    if not (path / MANIFEST).exists():
+        raise FileNotFoundError(f"{path}: no {MANIFEST}; not a complete world (build_world writes it last)")
+    manifest = Manifest.model_validate_json((path / MANIFEST).read_text(encoding="utf-8"))
+    contract = WorldContract.model_validate_json((path / CONTRACT).read_text(encoding="utf-8"))
+    return LoadedWorld(path=path, contract=contract, manifest=manifest)

@@ -1,0 +1,46 @@
+"""Errors of the LLM layer. Each message is one line that says what failed and which setting to fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class LLMError(Exception):
+    """Base class of every error the LLM layer raises."""
+
+
+class LLMConfigError(LLMError, ValueError):
+    """The configuration is wrong (unknown model, missing key, bad value); the message names the key."""
+
+
+class LLMUnavailableError(LLMError):
+    """The model or endpoint cannot be used right now (unreachable, not found, package missing, retries spent)."""
+
+
+class LLMRequestError(LLMError):
+    """The endpoint rejected the request itself (HTTP 400 and similar); retrying will not help."""
+
+
+class LLMOutputError(LLMError):
+    """The model's output did not validate against the schema, even after one repair retry."""
+
+    def __init__(self, message: str, *, raw_text: str, errors: list[str], role: str, schema_name: str) -> None:
+        super().__init__(message)
+        self.raw_text = raw_text
+        self.errors = errors
+        self.role = role
+        self.schema_name = schema_name
+
+
+class TransientError(LLMError):
+    """One attempt failed in a way that a retry may fix (429, 5xx, timeout, connection error).
+
+    Providers raise it; the client retries with backoff and, once retries are spent, turns it into
+    :class:`LLMUnavailableError` with the config keys to check.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None, kind: str = "error", detail: Any = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.kind = kind  # "rate_limit" | "server" | "timeout" | "connection"
+        self.detail = detail

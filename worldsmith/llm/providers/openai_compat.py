@@ -1,0 +1,212 @@
+"""Any OpenAI-compatible endpoint (OpenAI, vLLM, SGLang, Ollama, llama.cpp server) via the `openai` SDK.
+
+The SDK's own retries are off (``max_retries=0``): the client's backoff is the one retry policy.
+Structured output: ``structured='auto'`` tries ``json_schema``, falls back to ``json_object`` and then to
+prompt-only JSON when the server rejects the format with a 400; the fallback is remembered per endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+import weakref
+from typing import Any
+from urllib.parse import urlparse
+
+import openai
+
+from worldsmith.llm.errors import LLMConfigError, LLMRequestError, LLMUnavailableError, TransientError
+from worldsmith.llm.providers.base import Provider
+from worldsmith.llm.retry import parse_retry_after
+from worldsmith.llm.structured import is_strict_compatible
+from worldsmith.llm.types import ProviderRequest, RawCompletion
+
+_MODES = ("json_schema", "json_object", "none")
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|schema|structured|guided|grammar", re.I)
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+LOCAL_PLACEHOLDER_KEY = "EMPTY"
+
+
+def is_local_url(url: str | None) -> bool:
+    if not url:
+        return False
+    host = urlparse(url).hostname or ""
+    return host in _LOCAL_HOSTS or host.startswith("127.")
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+    native_async = True
+
+    def __init__(self, cfg, **kw) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(cfg, **kw)
+        self._mode_index = 0  # negotiated position in _MODES when structured == 'auto'
+        self._lock = threading.Lock()
+        self._client: openai.OpenAI | None = None
+        self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # -- configuration -------------------------------------------------------------------------------
+    def api_key(self, role: str) -> str:
+        """The key to send: api_key, else $api_key_env, else 'EMPTY' for a localhost base_url."""
+        cfg = self.cfg
+        if cfg.api_key is not None and cfg.api_key.get_secret_value():
+            return cfg.api_key.get_secret_value()
+        if cfg.api_key_env:
+            value = os.environ.get(cfg.api_key_env, "")
+            if not value:
+                raise LLMConfigError(
+                    f"{self.key_path(role, 'api_key_env')}: environment variable {cfg.api_key_env} is not set "
+                    f"(it should hold the API key for {self.describe()})"
+                )
+            return value
+        if is_local_url(cfg.base_url):
+            return LOCAL_PLACEHOLDER_KEY
+        raise LLMConfigError(
+            f"{self.key_path(role, 'api_key_env')}: provider 'openai' at {self.describe()} needs an API key; "
+            "set api_key_env to the name of the variable holding it (e.g. OPENAI_API_KEY) or api_key"
+        )
+
+    def check(self, role: str) -> None:
+        self.api_key(role)
+
+    def describe(self) -> str:
+        return self.cfg.base_url or "the openai SDK default endpoint"
+
+    def _client_kwargs(self, role: str) -> dict[str, Any]:
+        return {"api_key": self.api_key(role), "base_url": self.cfg.base_url, "timeout": self.cfg.timeout_s,
+                "max_retries": 0}
+
+    def _sync_client(self, role: str) -> openai.OpenAI:
+        with self._lock:
+            if self._client is None:
+                self._client = openai.OpenAI(**self._client_kwargs(role))
+            return self._client
+
+    def _async_client(self, role: str) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()  # httpx async pools belong to one event loop
+        with self._lock:
+            client = self._aclients.get(loop)
+            if client is None:
+                client = self._aclients[loop] = openai.AsyncOpenAI(**self._client_kwargs(role))
+            return client
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            self._aclients.clear()
+
+    # -- requests ------------------------------------------------------------------------------------
+    def _modes(self, req: ProviderRequest) -> list[str | None]:
+        if req.schema is None:
+            return [None]
+        if self.cfg.structured == "auto":
+            return list(_MODES[self._mode_index :])
+        return [self.cfg.structured]
+
+    def _kwargs(self, req: ProviderRequest, mode: str | None) -> dict[str, Any]:
+        kw: dict[str, Any] = {"model": self.cfg.model, "messages": req.messages, "max_tokens": req.max_tokens,
+                              "temperature": req.temperature}
+        if req.top_p is not None:
+            kw["top_p"] = req.top_p
+        if req.seed is not None:
+            kw["seed"] = req.seed
+        if req.stop:
+            kw["stop"] = req.stop
+        if req.extra_body:
+            kw["extra_body"] = req.extra_body
+        if mode == "json_schema":
+            assert req.schema is not None
+            kw["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": re.sub(r"[^A-Za-z0-9_-]", "_", req.schema_name)[:64] or "response",
+                "schema": req.schema, "strict": is_strict_compatible(req.schema)}}
+        elif mode == "json_object":
+            kw["response_format"] = {"type": "json_object"}
+        return kw
+
+    def _downgrade(self, mode: str | None, exc: openai.BadRequestError) -> bool:
+        """After a 400 for a response format under 'auto', move to the next mode; True if there is one."""
+        if self.cfg.structured != "auto" or mode in (None, "none") or not _FORMAT_WORDS.search(str(exc)):
+            return False
+        with self._lock:
+            self._mode_index = max(self._mode_index, _MODES.index(mode) + 1)
+        return True
+
+    def complete(self, req: ProviderRequest) -> RawCompletion:
+        client = self._sync_client(req.role)
+        for mode in self._modes(req):
+            try:
+                return self._parse(client.chat.completions.create(**self._kwargs(req, mode)))
+            except openai.BadRequestError as exc:
+                if not self._downgrade(mode, exc):
+                    raise self._map(exc, req.role) from None
+            except openai.APIError as exc:
+                raise self._map(exc, req.role) from None
+        raise AssertionError("unreachable: the last structured mode never downgrades")
+
+    async def acomplete(self, req: ProviderRequest) -> RawCompletion:
+        client = self._async_client(req.role)
+        for mode in self._modes(req):
+            try:
+                return self._parse(await client.chat.completions.create(**self._kwargs(req, mode)))
+            except openai.BadRequestError as exc:
+                if not self._downgrade(mode, exc):
+                    raise self._map(exc, req.role) from None
+            except openai.APIError as exc:
+                raise self._map(exc, req.role) from None
+        raise AssertionError("unreachable: the last structured mode never downgrades")
+
+    def _parse(self, resp: Any) -> RawCompletion:
+        if not getattr(resp, "choices", None):
+            raise LLMRequestError(f"{self.describe()} returned no choices for model {self.cfg.model!r}")
+        choice = resp.choices[0]
+        usage = resp.usage
+        return RawCompletion(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason or "stop",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            model=resp.model or self.cfg.model,
+        )
+
+    def _map(self, exc: openai.APIError, role: str) -> Exception:
+        """Translate an SDK error into one of ours, with the config key to fix."""
+        where = self.describe()
+        if isinstance(exc, openai.APITimeoutError):
+            return TransientError(f"no answer from {where} within {self.cfg.timeout_s:g} s", kind="timeout")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return TransientError(f"cannot connect to {where}: {type(cause).__name__}: {cause}", kind="connection")
+        if not isinstance(exc, openai.APIStatusError):
+            return LLMRequestError(f"{where} sent an unusable response for role {role!r}: {exc}")
+        status = exc.status_code
+        detail = _error_detail(exc)
+        if status == 429:
+            return TransientError(f"{where} rate-limited the request (HTTP 429: {detail})", kind="rate_limit",
+                                  retry_after=parse_retry_after(exc.response.headers))
+        if status >= 500 or status in (408, 409):
+            return TransientError(f"{where} failed with HTTP {status}: {detail}", kind="server",
+                                  retry_after=parse_retry_after(exc.response.headers))
+        if status in (401, 403):
+            return LLMConfigError(f"{self.key_path(role, 'api_key_env')}: {where} rejected the API key "
+                                  f"(HTTP {status}: {detail})")
+        if status == 404:
+            return LLMUnavailableError(
+                f"{self.key_path(role, 'model')}: model {self.cfg.model!r} not found at {where} (HTTP 404: {detail}); "
+                f"check the model name and {self.key_path(role, 'base_url')}"
+            )
+        return LLMRequestError(f"{where} rejected the request for role {role!r} (HTTP {status}: {detail})")
+
+
+def _error_detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:300]
+    return str(exc.message)[:300]
