@@ -1,0 +1,58 @@
+"""DABench dev share (65 questions, read in place) with the analyst on an embedded model.
+
+Prints the workload, the three official accuracies over ALL questions (unanswered = wrong), pass@1 per level,
+and the median wall time per question. Reference point (not re-measured here, it costs a second full run):
+a crude ReAct loop without few-shot, format help or error recovery solved 3/12 of the first questions (25%)
+on the same model (DESIGN.md).
+
+    python benchmarks/dabench_dev.py [--model qwen2.5-coder-1.5b] [--limit N] [--samples 1] [--resume RUN_DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+
+from worldsmith.commands.evaluate import evaluate_path
+from worldsmith.core.config import load_settings
+from worldsmith.graphs.runtime import GraphRuntime
+
+DABENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "dabench-dev"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--data", type=Path, default=DABENCH)
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--samples", type=int, default=1)
+    ap.add_argument("--resume", type=Path, default=None)
+    args = ap.parse_args()
+    settings = load_settings(overrides={"llm": {"default": {"provider": "embedded", "model": args.model}}})
+    rt = GraphRuntime.from_settings(settings)
+    t0 = time.monotonic()
+    result = asyncio.run(evaluate_path(rt, args.data, samples=args.samples, limit=args.limit, run_path=args.resume,
+                                       show_progress=True))
+    wall = time.monotonic() - t0
+    run = Path(result["run_dir"])
+    times = [json.loads(p.read_text())["time_s"] for p in (run / "trajectories").rglob("*.json")]
+    o = result["overall"]
+    print(f"workload: {o['n_tasks']} DABench dev questions × {o['samples']} sample(s), model {args.model}, "
+          f"{settings.analyst.max_turns} turns max")
+    print(f"accuracy by question     {o['accuracy_by_question']:.1%}")
+    print(f"accuracy by sub-question {o['accuracy_by_sub_question']:.1%}")
+    print(f"proportional accuracy    {o['proportional_accuracy']:.1%}")
+    print(f"pass@1                   {o['pass_at_1']:.1%}")
+    for level, m in sorted(result["by_level"].items()):
+        print(f"  {level:<7} pass@1 {m['pass_at_1']:.1%} over {m['n_tasks']} questions")
+    if times:
+        print(f"time per question: median {statistics.median(times):.1f} s (wall for the run {wall / 60:.1f} min)")
+    print(f"report: {result['report']}")
+
+
+if __name__ == "__main__":
+    main()
