@@ -4,7 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export WORLDSMITH_TEST_RUN=1
-.venv/bin/python -m pytest -m "not gpu" -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -m "not gpu" -p no:cacheprovider --timeout 1200 "$@"
 rc=$?
 if [ "$rc" = 5 ]; then
   echo "test.sh: pytest collected no tests — treating that as a failure" >&2

@@ -1,41 +1,4 @@
-from __future__ import annotations
-
-import uuid
-from pathlib import Path
-
-import pytest
-
-from worldsmith.core.config import load_settings
-from worldsmith.graphs.runtime import GraphRuntime
-from worldsmith.llm import LLM
-from worldsmith.llm.providers.scripted import Script, register_script, unregister_script
-
-
-@pytest.fixture
-def sales_csv(tmp_path: Path) -> Path:
-    p = tmp_path / "data" / "sales.csv"
-    p.parent.mkdir()
-    p.write_text("region,amount\nnorth,10\nsouth,20\neast,30\n")
-    return p
-
-
-@pytest.fixture
-def scripted(tmp_path: Path):
-    """(script, make_runtime): a registered Script and a factory for a GraphRuntime that talks to it."""
-    name = f"test-{uuid.uuid4().hex[:8]}"
-    script = register_script(name, Script())
-
-    def make_runtime(**overrides) -> GraphRuntime:
-        base = {"home": str(tmp_path / "home"), "runs_dir": str(tmp_path / "runs"),
-                "llm": {"default": {"provider": "scripted", "model": name}, "cache": False}}
-        for key, value in overrides.items():
-            base.setdefault(key, {}).update(value) if isinstance(value, dict) else base.__setitem__(key, value)
-        settings = load_settings(overrides=base)
-        return GraphRuntime.from_settings(settings, llm=LLM.from_settings(settings))
-
-    yield script, make_runtime
-    unregister_script(name)
-
+"""Shared turns for the analyst tests (fixtures live in tests/conftest.py)."""
 
 CODE_TURN = "<think>\nLoad the data and compute the mean.\n</think>\n<code>\ndf = pd.read_csv('sales.csv')\nprint(df['amount'].mean())\n</code>"
 ANSWER_TURN = "<think>\nThe mean is 20.\n</think>\n<answer>\nThe mean amount is 20.0. @mean_amount[20.0]\n</answer>"

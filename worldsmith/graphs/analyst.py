@@ -200,7 +200,7 @@ def _profile(files: list[str], max_chars: int) -> str:
 
     from worldsmith.tools.files import profile_workspace
 
-    return profile_workspace([Path(f) for f in files]).to_prompt(max_chars=max_chars)
+    return profile_workspace([Path(f) for f in files], as_mounted=True).to_prompt(max_chars=max_chars)
 
 
 async def _replay(sb: Any, steps: list[dict[str, Any]]) -> None:

@@ -4,6 +4,7 @@ canonical values, and reference solutions verified in the sandbox (their runs do
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,7 @@ async def verify_solution(rt: GraphRuntime, code: str, data_root: Path, pid: str
     """Run a reference solution in a fresh sandbox over the data room; (matches truth, output, value printed)."""
     from worldsmith.tools.sandbox import open_sandbox
 
-    inputs = sorted(data_root.iterdir())
-    async with open_sandbox(rt.settings.sandbox, inputs=inputs) as sb:
+    async with open_sandbox(rt.settings.sandbox, inputs=[data_root]) as sb:  # the scripts read data/…
         result = await sb.run(code, timeout=max(rt.settings.sandbox.timeout_s, 120))
     output = result.to_observation(4000)
     got = extract_answers(result.stdout).get(pid)
@@ -48,12 +48,15 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
     specs = await asyncio.to_thread(sample_specs, world_dir, max_tasks=max_tasks, seed=seed)
     ledger = await asyncio.to_thread(load_ledger, world_dir)
     data_root = world_dir / "data"
-    ref = await asyncio.to_thread(workspace_ref, data_root)
+    # the workspace is the data room as a data/ folder: solvers and reference solutions read data/<file>
+    ref = await asyncio.to_thread(workspace_ref, world_dir, [p.relative_to(world_dir).as_posix()
+                                                             for p in sorted(data_root.rglob("*")) if p.is_file()])
     files = [f.path for f in ref.files]
     coll = TaskCollection(tasks_dir)
     model = rt.settings.llm.for_role("teacher").model
     llm = rt.llm if use_llm else None
-    world_id = world_dir.name
+    manifest = json.loads((world_dir / "manifest.json").read_text(encoding="utf-8"))
+    world_id = f"{manifest['world_id']}-s{manifest['seed']}"  # one contract, many seeds: each its own world
     written: list[str] = []
     dropped: list[dict[str, Any]] = []
     verified: dict[str, tuple[str, str, str]] = {}  # pid -> (code, output, value)
@@ -80,7 +83,7 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
                                               produced_by=[request.produced_by, "engine"]),
                         difficulty=Difficulty(level="medium"), category=spec.kind, tags=[contract.domain.value, spec.target],
                         metadata={"phenomenon": p.id, "target": spec.target})
-            await _package(coll, task, data_root, code, output, f"@{p.id}[{got}]", world_id, written)
+            await _package(coll, task, world_dir, code, output, f"@{p.id}[{got}]", world_id, written)
         computed = [p for p in spec.phenomena if p.id in verified]
         if not computed or len(written) >= max_tasks:
             continue
@@ -96,13 +99,13 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
                     difficulty=Difficulty(level="hard"), category=spec.kind, tags=[contract.domain.value, spec.target],
                     metadata={"target": spec.target, "related": spec.related})
         answer = "\n".join(f"- {p.statement}" for p in computed)
-        await _package(coll, task, data_root, code, output, answer, world_id, written)
+        await _package(coll, task, world_dir, code, output, answer, world_id, written)
     return written, dropped
 
 
-async def _package(coll: TaskCollection, task: Task, data_root: Path, code: str, output: str, answer: str,
+async def _package(coll: TaskCollection, task: Task, files_root: Path, code: str, output: str, answer: str,
                    world_id: str, written: list[str]) -> None:
-    await asyncio.to_thread(coll.add, task, files_root=data_root, solution_code=code, group=world_id, overwrite=True)
+    await asyncio.to_thread(coll.add, task, files_root=files_root, solution_code=code, group=world_id, overwrite=True)
     await asyncio.to_thread(write_model, coll.root / "oracle" / f"{task.id}.json", _oracle(task, code, output, answer))
     written.append(task.id)
     emit({"type": "world", "step": "package", "text": f"task {task.id} ({task.kind}) verified and written"})

@@ -117,10 +117,12 @@ def _note_renamed_duplicates(columns: list[ColumnProfile]) -> None:
             c.notes.append(f"duplicate header {m.group(1)!r} in the file (renamed on read)")
 
 
-def _walk(paths: list[Path], max_files: int) -> tuple[list[tuple[Path, str]], Path | None]:
-    """Expand folders (sorted, hidden and cache folders skipped) into (file, label relative to its root)."""
+def _walk(paths: list[Path], max_files: int, as_mounted: bool = False) -> tuple[list[tuple[Path, str]], Path | None]:
+    """Expand folders (sorted, hidden and cache folders skipped) into (file, label relative to its root).
+
+    as_mounted: label every file as the sandbox shows it (inputs by base name, folders keep their name)."""
     out: list[tuple[Path, str]] = []
-    root = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
+    root = paths[0] if len(paths) == 1 and paths[0].is_dir() and not as_mounted else None
     for p in paths:
         if p.is_dir():
             for f in sorted(p.rglob("*")):
@@ -175,6 +177,7 @@ def profile_workspace(
     max_rows_read: int = 2_000_000,
     max_files: int = 500,
     limits: FileLimits | None = None,
+    as_mounted: bool = False,
 ) -> WorkspaceProfile:
     """Profile every data file under `paths` (files or folders), find keys and joins, list memos and failures.
 
@@ -183,7 +186,7 @@ def profile_workspace(
     from worldsmith.tools.sql import SqlError  # tools.sql imports tools.files: import late
 
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    files, root = _walk(paths, max_files)
+    files, root = _walk(paths, max_files, as_mounted)
     ws = WorkspaceProfile(root=str(root) if root is not None else None)
     join_inputs: list[list[JoinColumn]] = []
     for path, label in files:

@@ -1,0 +1,56 @@
+"""The world graph end to end with a scripted teacher: world → audit → tasks → packages with verified solutions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from worldsmith.core.taskpkg import TaskCollection
+from worldsmith.graphs.world import build_world_graph
+from worldsmith.training.answers import grade
+
+REQUEST = ("I'm preparing next quarter's pricing review and need a clear picture of what moves our numbers. "
+           "Please dig into the account data and tell me what you find, with the evidence.")
+
+
+async def test_world_graph_writes_verified_tasks(scripted, tmp_path: Path) -> None:
+    script, make_rt = scripted
+    script.on("stakeholder", json.dumps({"request": REQUEST}), role="teacher")
+    rt = make_rt()
+    out = tmp_path / "world"
+    state = {"domain": "customer_pricing", "seed": 3, "rows": 2000, "out_dir": str(out), "make_tasks": True,
+             "use_llm": True, "max_tasks": 4, "tasks_dir": str(tmp_path / "tasks"), "contract_source": "template"}
+    events, final = [], {}
+    async for mode, chunk in build_world_graph(rt).astream(state, stream_mode=["custom", "values"]):
+        (events.append(chunk) if mode == "custom" else final.update(chunk))
+    await rt.sessions.close_all()
+    assert [e["step"] for e in events][:5] == ["persona", "skeleton", "contract", "engine", "audit"]
+    prov = final["provenance"]
+    assert prov["skeleton"].startswith("template:") and prov["contract"].startswith("template:")
+    assert prov["world"] == "engine"
+    coll = TaskCollection(tmp_path / "tasks")
+    tasks = coll.tasks()
+    assert 1 <= len(tasks) <= 4 and final["tasks"] == [t.id for t in tasks]
+    for task in tasks:
+        pkg = tmp_path / "tasks" / "tasks" / task.id
+        assert (pkg / "solution" / "solve.py").is_file()
+        assert task.provenance.world_id == "customer_pricing_saas-s3"
+        assert any(p.startswith("llm:") or p == "template:request" for p in task.provenance.produced_by)
+        assert not (pkg / "environment" / ".truth").exists() and not (pkg / "environment" / "WORLD.md").exists()
+        oracle = json.loads((tmp_path / "tasks" / "oracle" / f"{task.id}.json").read_text())
+        assert oracle["label"] == "oracle"
+        if task.kind == "closed_form":
+            assert task.instruction.startswith(REQUEST)
+            assert f"@{task.answers[0].name}[" in task.instruction
+            # the shipped reference solution, run from the package's environment, passes the shipped grader
+            run = subprocess.run([sys.executable, str(pkg / "solution" / "solve.py")], cwd=pkg / "environment",
+                                 capture_output=True, text=True, timeout=120)
+            assert run.returncode == 0, run.stderr
+            expected = json.loads((pkg / "tests" / "expected.json").read_text())
+            assert grade(expected, run.stdout)["passed"], run.stdout[-500:]
+        else:
+            sections = {c.section for c in task.rubric.criteria}
+            assert {"computation", "insight"} <= sections
+            assert any(c.polarity == "-" for c in task.rubric.criteria) or len(task.rubric.criteria) >= 2
