@@ -124,3 +124,14 @@ def test_empty_question_is_rejected(scripted, sales_csv: Path) -> None:
     _, make_rt = scripted
     with pytest.raises(ValueError, match="non-empty question"):
         asyncio.run(build_analyst_graph(make_rt()).ainvoke(initial_state("  ", [str(sales_csv)])))
+
+
+async def test_category_hints_go_into_the_task_turn_not_the_shared_prefix(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(CODE_TURN, ANSWER_TURN)
+    await _run(make_rt(), QUESTION, [sales_csv], categories=["Summary Statistics"])
+    script.queue(CODE_TURN, ANSWER_TURN)
+    await _run(make_rt(), QUESTION, [sales_csv], categories=["Correlation Analysis"])
+    first, second = script.requests[0].messages, script.requests[2].messages
+    assert "ddof" in first[-1]["content"] and "spearman" in second[-1]["content"]
+    assert first[:-1] == second[:-1]  # system prompt + worked example identical: the KV cache prefix is shared

@@ -21,14 +21,12 @@ _DECIMALS_RE = re.compile(r"(\d+|one|two|three|four|five|six)[\s-]+decimal", re.
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
-def system_prompt(categories: list[str] | None = None, extra_hints: str | None = None) -> str:
-    """The analyst's system prompt, plus procedural hints for the task's categories (DataMind-style)."""
+def system_prompt(extra: str | None = None) -> str:
+    """The analyst's system prompt. It is the same for every task (task-specific notes go in the user turn), so
+    the system prompt and the worked example form a prefix the model's KV cache reuses across questions."""
     parts = [load_prompt("analyst_system.md").strip()]
-    hints = category_hints(categories or [])
-    if hints:
-        parts.append("# Method notes for this task\n" + hints)
-    if extra_hints:
-        parts.append(extra_hints.strip())
+    if extra:
+        parts.append(extra.strip())
     return "\n\n".join(parts)
 
 
@@ -67,10 +65,12 @@ def required_names(instruction: str, declared: list[str] | None = None) -> list[
     return list(dict.fromkeys(_NAME_RE.findall(instruction)))
 
 
-def user_prompt(question: str, profile_text: str, names: list[str]) -> str:
+def user_prompt(question: str, profile_text: str, names: list[str], hints: str = "") -> str:
     parts = [f"# Task\n{question.strip()}"]
     if profile_text:
         parts.append(f"# Files in your working directory\n{profile_text.strip()}")
+    if hints:
+        parts.append(f"# Method notes\n{hints.strip()}")
     if names:
         tags = " ".join(f"@{n}[value]" for n in names)
         parts.append(f"# Answer format\nYour final <answer> must contain: {tags}")

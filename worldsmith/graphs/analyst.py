@@ -184,11 +184,13 @@ def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple
     new: list[dict[str, str]] = []
     if not state.get("messages"):
         profile_text = _profile(state.get("files", []), profile_chars)
-        new.append({"role": "system", "content": agent.system_prompt(state.get("categories"), state.get("hints"))})
+        new.append({"role": "system", "content": agent.system_prompt(state.get("hints"))})
         new.extend(agent.few_shot_messages())
-        user_prompt = agent.user_prompt(state["question"], profile_text, names)
+        user_prompt = agent.user_prompt(state["question"], profile_text, names,
+                                        agent.category_hints(state.get("categories") or []))
     else:
-        user_prompt = agent.user_prompt(state["question"], "", names)
+        user_prompt = agent.user_prompt(state["question"], "", names,
+                                        agent.category_hints(state.get("categories") or []))
     new.append({"role": "user", "content": user_prompt})
     return new, user_prompt
 
