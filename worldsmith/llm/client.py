@@ -201,16 +201,20 @@ class LLM:
                                 completion_tokens=c.usage.completion_tokens, latency_s=c.latency_s)
         return c
 
-    def _finish(self, call: _Call, raw: RawCompletion, t0: float) -> Completion:
+    def _finish(self, call: _Call, raw: RawCompletion, t0: float, *, write: bool = True) -> Completion:
         c = Completion(text=raw.text, finish_reason=raw.finish_reason,
                        usage=TokenUsage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens),
                        latency_s=time.perf_counter() - t0, model=raw.model or call.cfg.model,
                        provider=call.cfg.provider, role=call.role)
-        if call.key is not None and self.cache is not None:
-            self.cache.put(call.key, c.model_dump(exclude={"cached", "role", "latency_s"}))
+        if write:
+            self._write_cache(call, c)
         self._usage.record_call(call.role, cached=False, prompt_tokens=raw.prompt_tokens,
                                 completion_tokens=raw.completion_tokens, latency_s=c.latency_s)
         return c
+
+    def _write_cache(self, call: _Call, c: Completion) -> None:
+        if call.key is not None and self.cache is not None:
+            self.cache.put(call.key, c.model_dump(exclude={"cached", "role", "latency_s"}))
 
     def _on_retry(self, role: str):  # type: ignore[no-untyped-def]
         return lambda attempt, exc, wait: self._usage.add(role, "retries")
@@ -262,7 +266,10 @@ class LLM:
         except LLMError:
             self._usage.add(call.role, "errors")
             raise
-        return self._finish(call, raw, t0)
+        c = self._finish(call, raw, t0, write=False)
+        if call.key is not None:  # file I/O in a worker thread: the event loop keeps serving other requests
+            await asyncio.to_thread(self._write_cache, call, c)
+        return c
 
     def complete(self, messages: Sequence[MessageLike], *, role: str = "agent", stop: str | list[str] | None = None,
                  max_tokens: int | None = None, temperature: float | None = None, top_p: float | None = None,
