@@ -91,14 +91,16 @@ def _check_units(c: WorldContract, inv: Any, rec: Reconciled) -> CheckResult:
     time = c.entity(c.node(inv.variable).entity).time_column
     for n in notes:
         if n.from_unit != inv.unit:
-            return _inv(inv, False, f"memo says `{inv.variable}` was recorded in {n.from_unit}, contract says {inv.unit}")
+            return _inv(inv, False, f"memo says `{inv.variable}` was recorded in {n.from_unit}, "
+                        f"contract says {inv.unit}")
         if wide is None or time not in wide.columns:
             return _skip(inv, "dates needed to check the unit change are not observed")
         v = pd.to_numeric(wide[inv.variable], errors="coerce")
         after = wide[time] >= pd.Timestamp(n.since)
         ratio = float(v[after].median() / v[~after].median())
         if not 2 / 3 <= ratio <= 1.5:
-            return _inv(inv, False, f"after reconciliation the median still jumps x{ratio:.2f} at {n.since}", ratio, 1.0)
+            return _inv(inv, False, f"after reconciliation the median still jumps x{ratio:.2f} at {n.since}",
+                        ratio, 1.0)
     return _inv(inv, True, f"documented change(s) to {[n.to_unit for n in notes]} undone; all values in {inv.unit}")
 
 

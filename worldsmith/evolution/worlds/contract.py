@@ -116,7 +116,8 @@ class Entity(_Strict):
     kind: Literal["static", "event", "panel"] = "static"
     count: int | None = Field(default=None, description="rows (static/event); panels have parent rows x periods")
     parent: str | None = Field(default=None, description="entity each row belongs to (foreign key)")
-    parent_skew: float = Field(default=0.0, description="0 = children spread uniformly over parents; >0 lognormal sigma")
+    parent_skew: float = Field(default=0.0, description="0: children spread uniformly over parents; "
+                               ">0: lognormal sigma of parent activity")
     key: str | None = Field(default=None, description="id column; default <singular name>_id")
     attributes: list[Attribute] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list, description="categorical attributes that define groups")
@@ -311,7 +312,8 @@ class WorldContract(_Strict):
     def edge_nodes(self, edge: Edge) -> list[str]:
         """DAG nodes an edge touches; sourceless mechanisms hang off a pseudo node (time / event)."""
         if edge.mechanism.type in SOURCELESS:
-            pseudo = "@time" if edge.mechanism.type == "seasonal" else f"@event:{edge.mechanism.event}"  # type: ignore[union-attr]
+            m: Any = edge.mechanism
+            pseudo = "@time" if m.type == "seasonal" else f"@event:{m.event}"
             return [pseudo, edge.target]
         return [*edge.sources, edge.target]
 

@@ -40,7 +40,8 @@ def _column_help(c: WorldContract, s: ObservationSystem, column: str) -> str:
 
 
 def data_dictionary(c: WorldContract, records: list[FileRecord]) -> str:
-    lines = ["# Data dictionary", "", "Column meanings as supplied by the system owners. Not every export is covered.", ""]
+    lines = ["# Data dictionary", "", "Column meanings as supplied by the system owners. Not every export is covered.",
+             ""]
     for s in c.systems:
         if not s.dictionary:
             continue

@@ -125,7 +125,7 @@ def missing(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, LedgerEnt
     u = ctx.rng.random(len(df))
     if d.mechanism == "mar":
         dep = df[d.depends_on]
-        key = pd.to_numeric(dep, errors="coerce") if dep.dtype != object else pd.Series(pd.factorize(dep)[0])
+        key = dep if pd.api.types.is_numeric_dtype(dep) else pd.Series(pd.factorize(dep, sort=True)[0])
         p = 2 * d.rate * pd.Series(np.asarray(key)).rank(pct=True, method="first").to_numpy()
         rows = u < np.clip(p, 0, 1)
     else:

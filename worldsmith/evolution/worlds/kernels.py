@@ -22,9 +22,9 @@ def read_table(path, fmt, part=None):
     if fmt == "parquet":
         return pd.read_parquet(path)
     if fmt == "jsonl":
-        return pd.read_json(path, lines=True, dtype=False, convert_dates=False)
+        return pd.read_json(path, lines=True, dtype=False)
     if fmt == "json":
-        return pd.read_json(path, orient="records", dtype=False, convert_dates=False)
+        return pd.read_json(path, orient="records", dtype=False)
     if fmt == "xlsx":
         return read_sheets(path, [part])[part]
     if fmt == "sqlite":
@@ -57,14 +57,29 @@ def id_pattern(prefix, alias):
     return rf"^\s*(?i:{words})[-_]?0*(\d+)\s*$"
 
 
+def _canonical_ids(values, prefix, alias):
+    """PREFIX-<number> for every value that is an id of the entity (leading zeros dropped), else NaN."""
+    pattern = id_pattern(prefix, alias).replace("(\\d+)", "(?P<n>\\d+)")
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:  # pandas' own regex engine: same result, slower
+        digits = pd.Series(values, dtype=object).astype("string").str.extract(pattern, expand=False)
+        return np.array([np.nan if pd.isna(d) else f"{prefix}-{d}" for d in digits], dtype=object)
+    arr = pa.array(np.asarray(values, dtype=object).astype(str), type=pa.string())  # values: no blanks
+    found = pc.extract_regex(arr, pattern)
+    digits = pc.if_else(found.is_valid(), pc.struct_field(found, "n"), pa.scalar(None, pa.string()))
+    out = pc.binary_join_element_wise(pa.scalar(prefix + "-"), digits, "").to_numpy(zero_copy_only=False)
+    out = np.asarray(out, dtype=object)
+    out[pd.isna(out)] = np.nan
+    return out
+
+
 def normalise_ids(df, column, prefix, alias):
     """Rewrite any id spelling as PREFIX-<number> (no padding) so systems join."""
     df = df.copy()
     codes, uniques = pd.factorize(df[column])  # parse each distinct spelling once
-    digits = pd.Series(uniques, dtype=object).astype("string").str.extract(id_pattern(prefix, alias), expand=False)
-    number = pd.to_numeric(digits, errors="coerce").astype("Int64")
-    canon = np.array((prefix + "-" + number.astype("string")).astype(object), dtype=object)
-    canon[number.isna().to_numpy()] = np.nan
+    canon = _canonical_ids(uniques, prefix, alias)
     out = np.full(len(codes), np.nan, dtype=object)
     out[codes >= 0] = canon[codes[codes >= 0]]
     df[column] = pd.Series(out, index=df.index, dtype=object)
@@ -73,10 +88,11 @@ def normalise_ids(df, column, prefix, alias):
 
 def id_match_rate(series, prefix, alias):
     """Share of non-blank values that look like ids of the entity (used to find unlabeled keys)."""
-    s = series.dropna().astype("string")
-    if len(s) == 0:
+    counts = series.dropna().value_counts()
+    if len(counts) == 0:
         return 0.0
-    return float(s.str.match(id_pattern(prefix, alias)).mean())
+    hit = pd.Series(counts.index.astype(str), dtype="string").str.match(id_pattern(prefix, alias)).to_numpy(bool)
+    return float(counts.to_numpy()[hit].sum() / counts.sum())
 
 
 # ----------------------------------------------------------------------------- values
@@ -106,7 +122,8 @@ def undo_unit_change(df, column, date_column, since, factor):
     """Rows recorded on/after `since` were written as value * factor: divide them back."""
     df = df.copy()
     late = df[date_column] >= pd.Timestamp(since)
-    df.loc[late, column] = df.loc[late, column] / factor
+    values = pd.to_numeric(df[column], errors="coerce").astype(float)
+    df[column] = values.where(~late, values / factor)
     return df
 
 

@@ -155,7 +155,8 @@ def parse_memo(text: str) -> list[Note]:
             out.append(UnitNote(m.group(2), dt.date.fromisoformat(m.group(1)), float(m.group(5)), m.group(4),
                                 m.group(3)))
         elif m := _RE["recode_since"].match(line):
-            out.append(RecodeNote(m.group(2), dt.date.fromisoformat(m.group(1)), dict(_RE["label"].findall(m.group(3)))))
+            labels = dict(_RE["label"].findall(m.group(3)))
+            out.append(RecodeNote(m.group(2), dt.date.fromisoformat(m.group(1)), labels))
         elif m := _RE["recode_all"].match(line):
             out.append(RecodeNote(m.group(1), None, dict(_RE["label"].findall(m.group(2)))))
         elif m := _RE["rename_all"].match(line):

@@ -90,7 +90,8 @@ def project_system(state: CanonicalState, s: ObservationSystem,
         if sb.variable in df.columns:
             df, entry = D.sabotage(df, sb, ctx(f"sabotage:{sb.variable}"))
             entries.append(entry)
-    staged = sorted(((j, d) for j, d in enumerate(s.defects) if d.type in _STAGE), key=lambda x: (_STAGE[x[1].type], x[0]))
+    staged = sorted(((j, d) for j, d in enumerate(s.defects) if d.type in _STAGE),
+                    key=lambda x: (_STAGE[x[1].type], x[0]))
     for j, d in staged:
         df, entry = getattr(D, d.type)(df, d, ctx(f"{j}:{d.type}"))
         entries.append(entry)
@@ -112,11 +113,13 @@ def project_system(state: CanonicalState, s: ObservationSystem,
     parts = _partition(df, years, s, c)
     entries += _renames(parts, s, c)
     if not s.dictionary:
-        entries.append(LedgerEntry(system=s.name, defect="no_dictionary", note="system left out of the data dictionary"))
+        entries.append(LedgerEntry(system=s.name, defect="no_dictionary",
+                                   note="system left out of the data dictionary"))
     return ObservedSystem(system=s, parts=parts, entries=entries)
 
 
-def _partition(df: pd.DataFrame, years: np.ndarray | None, s: ObservationSystem, c: WorldContract) -> list[ObservedPart]:
+def _partition(df: pd.DataFrame, years: np.ndarray | None, s: ObservationSystem,
+               c: WorldContract) -> list[ObservedPart]:
     if s.partition != "year" or years is None:
         return [ObservedPart(None, df.reset_index(drop=True))]
     return [ObservedPart(str(y), df[years == y].reset_index(drop=True)) for y in sorted(set(years.tolist()))]

@@ -140,12 +140,15 @@ def _plan_part(c: WorldContract, s: ObservationSystem, part: PartPlan, notes: li
             renames[n.new] = n.old
     if renames:
         part.steps.append(Step("rename_columns", {"mapping": renames}))
+        plan.log.append(f"`{part.path}`{' sheet ' + part.part if part.part else ''}: renamed columns back "
+                        + ", ".join(f"`{a}` -> `{b}`" for a, b in renames.items()))
     present = {renames.get(x, x) for x in cols}
     for n in notes:
         if isinstance(n, SplitNote) and n.first in cols and n.last in cols:
             missing_text = [v for v in expected if v not in present and v in c.nodes() and c.node(v).kind == "text"]
             if missing_text:
                 part.steps.append(Step("join_name", {"first": n.first, "last": n.last, "into": missing_text[0]}))
+                plan.log.append(f"`{part.path}`: `{n.first}` + `{n.last}` joined back into `{missing_text[0]}`")
                 present |= {missing_text[0]}
     e = c.entity(s.entity)
     if e.parent is not None:
@@ -162,7 +165,8 @@ def _plan_part(c: WorldContract, s: ObservationSystem, part: PartPlan, notes: li
     part.columns = present
     for x in expected:
         if x not in present:
-            plan.issues.append(f"{s.name}: column `{x}` not found in {part.path}{' / ' + part.part if part.part else ''}")
+            where = part.path + (f" / {part.part}" if part.part else "")
+            plan.issues.append(f"{s.name}: column `{x}` not found in {where}")
 
 
 def _source_steps(c: WorldContract, s: ObservationSystem, notes: list[Note], plan: ReconcilePlan,

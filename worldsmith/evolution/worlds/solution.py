@@ -56,7 +56,8 @@ def _call(step: Step, var: str = "df") -> str:
 
 
 def _loader(src: SourcePlan, used: set[str]) -> list[str]:
-    lines = [f"def load_{src.system}():", f'    """Observation system `{src.system}` ({src.entity})."""', "    frames = []"]
+    lines = [f"def load_{src.system}():", f'    """Observation system `{src.system}` ({src.entity})."""',
+             "    frames = []"]
     for part in src.parts:
         used.add("read_table")
         lines.append(f"    df = read_table({part.path!r}, {part.fmt!r}, {part.part!r})")

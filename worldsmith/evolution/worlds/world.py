@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,12 +87,12 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
         note("skipped", 1.0)
         return WorldResult(world_dir=str(out_dir), world_id=full.id, contract_sha256=sha, seed=seed,
                            entity_rows=done.entity_rows, skipped=True)
-    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite and (out_dir / MANIFEST).exists():
-        raise FileExistsError(f"{out_dir} holds a different complete world (other contract/seed/rows); "
-                              "pass overwrite=True or choose another directory")
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+        what = ("a different complete world (other contract/seed/rows)" if (out_dir / MANIFEST).exists()
+                else "files that are not a complete world")
+        raise FileExistsError(f"{out_dir} holds {what}; pass overwrite=True or choose another directory")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     timings: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
@@ -136,9 +137,9 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
 
 
 def _swap_into_place(tmp: Path, out_dir: Path) -> None:
-    old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
+    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
     if out_dir.exists():
-        os.replace(out_dir, old)
+        os.replace(out_dir, old / "world")
     os.replace(tmp, out_dir)
     shutil.rmtree(old, ignore_errors=True)
 

@@ -69,7 +69,7 @@ def world_markdown(c: WorldContract, report: "AuditReport", truth: dict[str, "Ph
              "## What the data room contains", ""]
     readme = world_dir / "data" / "README.md"
     if readme.exists():
-        lines += [x for x in readme.read_text(encoding="utf-8").splitlines()[2:] if x.strip()]
+        lines += readme.read_text(encoding="utf-8").splitlines()[2:]
     lines += ["", "## Pitfalls to reconcile", ""]
     lines += [f"- {x}" for x in report.reconciliation] or ["- none found"]
     if report.issues:
@@ -82,7 +82,8 @@ def world_markdown(c: WorldContract, report: "AuditReport", truth: dict[str, "Ph
         lines.append(f"- {tag}{describe_edge(c, e)}." + (f" Audit: {r.reason}." if r and r.reason else ""))
     if c.confounders:
         lines += ["", "Confounders (adjust for them before reading a cause-effect slope):", ""]
-        lines += [f"- `{x.variable}` drives both `{x.cause}` and `{x.effect}`. {x.note}".rstrip() for x in c.confounders]
+        lines += [f"- `{x.variable}` drives both `{x.cause}` and `{x.effect}`. {x.note}".rstrip()
+                  for x in c.confounders]
     if c.events:
         lines += ["", "Events:", ""] + [f"- {ev.date}: {ev.name} - {ev.description}" for ev in c.events]
     lines += ["", "## Phenomena", "", "| id | recoverable | canonical | from files | statement |",

@@ -208,7 +208,8 @@ def write_observed(systems: list[ObservedSystem], data_dir: Path) -> list[FileRe
             if s.format in _SINGLE:
                 name = f"{s.stem}_{part.label}.{EXT[s.format]}" if part.label else f"{s.stem}.{EXT[s.format]}"
                 _SINGLE[s.format](part.frame, data_dir / name)
-                records.append(FileRecord(path=name, format=s.format, system=s.name, rows=len(part.frame), columns=cols))
+                records.append(FileRecord(path=name, format=s.format, system=s.name, rows=len(part.frame),
+                                          columns=cols))
             else:
                 inner = f"{s.name}_{part.label}" if part.label else s.name
                 grouped[(s.stem, s.format)].append((inner, part.frame, s.name))
