@@ -70,8 +70,9 @@ class EndpointConfig(BaseModel):
     )
     n_ctx: int = Field(8192, ge=256, description="Embedded: context window to allocate, in tokens.")
     n_threads: int | None = Field(
-        None, ge=1, description="Embedded: CPU threads for llama.cpp; None = half the CPUs this process may use "
-        "(llama.cpp's default; all cores is much slower on a shared machine). Set it on a dedicated machine."
+        None, ge=1, description="Embedded: CPU threads for llama.cpp; None = every CPU this process may use "
+        "(fastest on a machine of its own; on a machine busy with other work set 1: spin-waiting threads "
+        "make all-cores many times slower there)."
     )
     structured: StructuredMode = Field(
         "auto",
