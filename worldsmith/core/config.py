@@ -41,7 +41,7 @@ class Section(BaseModel):
 class AnalystConfig(Section):
     max_turns: int = Field(10, ge=1, le=100, description="assistant turns before the analyst must stop (turns)")
     max_observation_chars: int = Field(4000, ge=200, description="interpreter output shown to the model per turn (characters)")
-    profile_chars: int = Field(3500, ge=500, description="budget for the workspace profile in the first prompt (characters)")
+    profile_chars: int = Field(2500, ge=500, description="budget for the workspace profile in the first prompt (characters)")
     cell_timeout_s: float = Field(60.0, gt=0, description="wall-clock limit per code cell (seconds)")
     max_tokens: int = Field(1024, ge=64, description="completion budget per assistant turn (tokens)")
     format_retries: int = Field(2, ge=0, le=5, description="re-asks when an answer lacks the requested @name[value] tags")
