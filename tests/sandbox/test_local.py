@@ -254,3 +254,22 @@ async def test_pandas_preloaded_session(workspace: Path, data_dir: Path) -> None
 def test_config_rejects_unknown_keys() -> None:
     with pytest.raises(ValueError, match="extra"):
         SandboxConfig(memory=1)  # type: ignore[call-arg]
+
+
+async def test_interpreter_under_tmp_stays_visible_behind_the_private_tmp(tmp_path) -> None:
+    """CI may check the project out under /tmp: the sandbox's private /tmp must not hide the interpreter."""
+    import shutil
+    import subprocess
+    import sys
+
+    from worldsmith.tools.sandbox import SandboxConfig, open_sandbox
+
+    if not shutil.which("bwrap"):
+        pytest.skip("bubblewrap is not installed")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    assert str(venv).startswith("/tmp/")
+    async with open_sandbox(SandboxConfig(python=venv / "bin" / "python", preload=[])) as sb:
+        r = await sb.run("import sys\nprint(sys.prefix)")
+    assert r.ok, r.to_observation()
+    assert str(venv) in r.stdout

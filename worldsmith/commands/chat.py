@@ -99,7 +99,8 @@ def chat(files: Annotated[Optional[list[Path]], typer.Argument(help="Data files 
                     break
                 if not question:
                     break
-                state = initial_state(question, known or paths) if not snapshot.values else {"question": question}
+                state = {"question": question} if snapshot.values else initial_state(
+                    question, paths, workspace=str(db.parent / thread_id / "workspace"))  # plots outlive the process
                 with friendly_errors(LLMError):
                     async for event in graph.astream(state, cfg, stream_mode="custom"):
                         render_event(console, event)

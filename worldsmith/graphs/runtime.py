@@ -60,17 +60,19 @@ class SandboxSessions:
             self._open[session_id] = sb
             return sb, True
 
-    async def close(self, session_id: str, *, remove_workspace: bool = False) -> None:
+    async def close(self, session_id: str) -> None:
+        """End a session: its sandbox stops, and a temporary workspace this registry made is deleted
+        (a workspace the caller named, e.g. in a run directory, is kept)."""
         async with self._lock_():
             sb = self._open.pop(session_id, None)
             if sb is not None:
                 await sb.close()
             ws = self._dirs.pop(session_id, None)
-            if remove_workspace and ws is not None:
-                shutil.rmtree(ws, ignore_errors=True)
+            if ws is not None:
+                await asyncio.to_thread(shutil.rmtree, ws, ignore_errors=True)
 
     async def close_all(self) -> None:
-        for sid in list(self._open):
+        for sid in list(self._open) + list(self._dirs):
             await self.close(sid)
 
 

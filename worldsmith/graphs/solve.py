@@ -40,5 +40,5 @@ class TaskSolver:
         try:
             out: dict[str, Any] = await self.graph.ainvoke(state, {"recursion_limit": 8 * self.rt.settings.analyst.max_turns + 20})
         finally:
-            await self.rt.sessions.close(session, remove_workspace=True)
+            await self.rt.sessions.close(session)
         return Trajectory.model_validate(out["trajectory"])

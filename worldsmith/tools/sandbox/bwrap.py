@@ -138,16 +138,18 @@ class BwrapLauncher(Launcher):
                 args += tree.parents(path) + ["--symlink", os.readlink(path), path]
             elif os.path.exists(path):
                 args += tree.bind("--ro-bind", path, path)
-        for path in [*interpreter_prefixes(self.python), *map(str, self.config.extra_ro_binds)]:
-            if not tree.covered(path):
-                args += tree.bind("--ro-bind", path, path)
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "01777"]
         if bwrap_supports(self.bwrap, "--size"):
             args += ["--size", str(self.config.tmp_size_mb * 1024 * 1024)]
         args += ["--tmpfs", INNER_TMP]
+        tree.made.add(INNER_TMP)
         if bwrap_supports(self.bwrap, "--size"):  # a small /dev/shm so multiprocessing/joblib semaphores work
             args += ["--perms", "01777", "--size", str(min(64, self.config.tmp_size_mb) * 1024 * 1024),
                      "--tmpfs", "/dev/shm"]
+        # after the private /tmp: an interpreter that lives under /tmp (a CI checkout there) stays visible
+        for path in [*interpreter_prefixes(self.python), *map(str, self.config.extra_ro_binds)]:
+            if not tree.covered(path):
+                args += tree.bind("--ro-bind", path, path)
         args += tree.bind("--ro-bind", str(WORKER_FILE), f"{INNER_TOOLS}/worker.py")
         if self.seed is not None:
             args += tree.bind("--ro-bind", str(self.seed), f"{INNER_TOOLS}/mpl-seed")
