@@ -26,6 +26,12 @@ def test_heuristic_intents(request_text: str, action: str, extra: dict) -> None:
         assert getattr(intent, key) == value, key
 
 
+def test_a_bare_name_of_an_attached_file_means_the_attachment(sales_csv: Path) -> None:
+    intent = heuristic_intent("What is the mean amount in sales.csv?", [str(sales_csv)])
+    assert intent.files == [str(sales_csv)]
+    assert make_plan(intent, None)["runnable"]
+
+
 def test_plans_say_precisely_what_is_missing(tmp_path: Path) -> None:
     no_file = make_plan(heuristic_intent("what is the mean of x in missing.csv?"), None)
     assert not no_file["runnable"]

@@ -53,8 +53,12 @@ class _LLMIntent(BaseModel):
 def heuristic_intent(request: str, extra_files: list[str] | None = None) -> Intent:
     text = request.strip()
     low = text.lower()
-    files = [p for p in dict.fromkeys(_PATH_RE.findall(text)) if p not in ("/", ".", "..")]
-    files += [f for f in (extra_files or []) if f not in files]
+    attached = list(extra_files or [])
+    names = {Path(f).name for f in attached}
+    # a bare file name in the text that names an attachment refers to it, not to ./name
+    mentioned = [p for p in dict.fromkeys(_PATH_RE.findall(text)) if p not in ("/", ".", "..")
+                 and not (Path(p).name in names and not Path(p).expanduser().exists())]
+    files = mentioned + [f for f in attached if f not in mentioned]
     count_match = _COUNT_RE.search(low)
     difficulty = next((d for d in ("easy", "medium", "hard") if re.search(rf"\b{d}\b", low)), None)
     topic_m = re.search(r"\babout ([\w\- ]+?)(?: from| in| using| on|$|[,.?])", low)
@@ -94,7 +98,9 @@ async def classify(llm: Any | None, request: str, files: list[str] | None = None
     except LLMError:
         return base
     llm_intent: _LLMIntent = getattr(got, "value", got)
-    grounded_files = [f for f in llm_intent.files if f in request or Path(f).exists()]
+    names = {Path(f).name for f in files or []}
+    grounded_files = [f for f in llm_intent.files if Path(f).expanduser().exists()
+                      or (f in request and Path(f).name not in names)]
     count = llm_intent.count if llm_intent.count is not None and str(llm_intent.count) in request else base.count
     action = llm_intent.action
     # a weak model's "unknown"/"help" does not override a clear keyword match

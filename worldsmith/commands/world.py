@@ -86,8 +86,10 @@ def audit(world: Annotated[Path, typer.Argument(help="World folder.")],
             colour = {"pass": "green", "fail": "red", "skip": "yellow"}[r.status]
             table.add_row(r.kind, r.id, f"[{colour}]{r.status}[/]", _fmt(r.observed), _fmt(r.expected), r.reason[:60])
         console.print(table)
+        from worldsmith.graphs.world import PLURAL
+
         s = report.summary
-        console.print(", ".join(f"{k}s {v['pass']} pass / {v['fail']} fail / {v['skip']} skip" for k, v in s.items()))
+        console.print(", ".join(f"{PLURAL[k]} {v['pass']} pass / {v['fail']} fail / {v['skip']} skip" for k, v in s.items()))
     if not report.passed:
         raise typer.Exit(EXIT_FAILED)
 
@@ -115,7 +117,7 @@ def tasks_cmd(world: Annotated[Path, typer.Argument(help="World folder (audited)
         rt = runtime()
         try:
             return await write_world_tasks(rt, world.resolve(), target.resolve(), max_tasks=max_tasks, seed=seed,
-                                           use_llm=llm)
+                                           use_llm=llm, on_event=None if json_out else _render)
         finally:
             await rt.sessions.close_all()
 

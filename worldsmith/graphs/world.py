@@ -115,9 +115,11 @@ def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     return g.compile(checkpointer=checkpointer, name="world")
 
 
+PLURAL = {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena"}
+
+
 def _audit_line(summary: dict[str, dict[str, int]]) -> str:
-    plural = {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena"}
-    parts = [f"{plural.get(k, k)} {v.get('pass', 0)}/{v.get('pass', 0) + v.get('fail', 0)} pass" for k, v in summary.items()]
+    parts = [f"{PLURAL.get(k, k)} {v.get('pass', 0)}/{v.get('pass', 0) + v.get('fail', 0)} pass" for k, v in summary.items()]
     return "audit: " + ", ".join(parts)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from worldsmith.core.schemas import (Action, AnswerSpec, DeliverableSpec, Difficulty, Provenance, Rubric, Step, Task,
@@ -38,7 +39,16 @@ def _oracle(task: Task, code: str, output: str, answer: str, model: str = "refer
 
 
 async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, *, max_tasks: int = 10, seed: int = 0,
-                            use_llm: bool = True) -> tuple[list[str], list[dict[str, Any]]]:
+                            use_llm: bool = True, on_event: Callable[[dict[str, Any]], None] | None = None,
+                            ) -> tuple[list[str], list[dict[str, Any]]]:
+    """Specs → requests → verified closed-form and report tasks in a collection. Progress goes to the running
+    graph's stream and to `on_event` (the CLI's printer) when given."""
+
+    def note(event: dict[str, Any]) -> None:
+        emit(event)
+        if on_event is not None:
+            on_event(event)
+
     from worldsmith.agents.world_writers import deliverable_block, write_request
     from worldsmith.evolution.worlds.audit import load_contract
     from worldsmith.evolution.worlds.solution import reference_solution_code
@@ -63,8 +73,9 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
     for spec in specs:
         if len(written) >= max_tasks:
             break
+        note({"type": "world", "step": "task", "text": f"{spec.kind} task on {spec.target}: writing the request…"})
         request = await write_request(llm, spec, contract.persona, files, model=model)
-        emit({"type": "world", "step": "task", "text": f"{spec.kind} task on {spec.target} (request by {request.produced_by})"})
+        note({"type": "world", "step": "request", "text": f"by {request.produced_by}: {request.value[:100]}…"})
         for p in spec.phenomena:
             if p.id in verified or not isinstance(p.value, (int, float)) or len(written) >= max_tasks:
                 continue
@@ -84,6 +95,7 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
                         difficulty=Difficulty(level="medium"), category=spec.kind, tags=[contract.domain.value, spec.target],
                         metadata={"phenomenon": p.id, "target": spec.target})
             await _package(coll, task, world_dir, code, output, f"@{p.id}[{got}]", world_id, written)
+            note({"type": "world", "step": "package", "text": f"{task.id} (closed form) verified and written"})
         computed = [p for p in spec.phenomena if p.id in verified]
         if not computed or len(written) >= max_tasks:
             continue
@@ -100,6 +112,7 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
                     metadata={"target": spec.target, "related": spec.related})
         answer = "\n".join(f"- {p.statement}" for p in computed)
         await _package(coll, task, world_dir, code, output, answer, world_id, written)
+        note({"type": "world", "step": "package", "text": f"{task.id} (report, {len(rubric.criteria)} rubric items) written"})
     return written, dropped
 
 
@@ -108,4 +121,3 @@ async def _package(coll: TaskCollection, task: Task, files_root: Path, code: str
     await asyncio.to_thread(coll.add, task, files_root=files_root, solution_code=code, group=world_id, overwrite=True)
     await asyncio.to_thread(write_model, coll.root / "oracle" / f"{task.id}.json", _oracle(task, code, output, answer))
     written.append(task.id)
-    emit({"type": "world", "step": "package", "text": f"task {task.id} ({task.kind}) verified and written"})

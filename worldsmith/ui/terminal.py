@@ -38,7 +38,8 @@ def render_event(console: Console, event: dict[str, Any]) -> None:
         for s in p["steps"]:
             console.print(f"[cyan]plan:[/] {s}", highlight=False)
         if p.get("command"):
-            console.print(f"[cyan]equivalent command:[/] {p['command']}", highlight=False, markup=False)
+            console.print("[cyan]equivalent command:[/] ", end="")
+            console.print(p["command"], highlight=False, markup=False)
     elif kind == "missing":
         for m in event["items"]:
             console.print(f"[bold red]missing:[/] {m}", highlight=False)
