@@ -14,6 +14,6 @@ echo "== 2/4 tasks: stakeholder requests, rubrics, reference solutions verified 
 $WS world tasks "$OUT/world" --out "$OUT/tasks" --max-tasks 4
 echo "== 3/4 analyst: one question about one of the world's files"
 $WS ask "What is the average price for each plan tier in crm.csv?" "$OUT/world/data/crm.csv"
-echo "== 4/4 eval: the analyst on two of the generated closed-form tasks"
-$WS eval --tasks "$OUT/tasks" --limit 2
+echo "== 4/4 eval: the analyst on the first generated task (multi-file, with data defects: hard for a 1.5B model)"
+$WS eval --tasks "$OUT/tasks" --limit 1
 echo "done: see $OUT and the run directories under runs/"

@@ -135,3 +135,13 @@ async def test_category_hints_go_into_the_task_turn_not_the_shared_prefix(script
     first, second = script.requests[0].messages, script.requests[2].messages
     assert "ddof" in first[-1]["content"] and "spearman" in second[-1]["content"]
     assert first[:-1] == second[:-1]  # system prompt + worked example identical: the KV cache prefix is shared
+
+
+async def test_repeating_the_same_cell_gets_a_plain_nudge(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    failing = "<think>load</think><code>df = pd.read_csv('nope.csv')</code>"
+    script.queue(failing, failing, CODE_TURN, ANSWER_TURN)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    steps = final["trajectory"]["steps"]
+    assert "same code" not in steps[0]["observation"]
+    assert "same code as in your previous turn" in steps[1]["observation"]

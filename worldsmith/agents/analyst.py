@@ -31,7 +31,7 @@ def system_prompt(extra: str | None = None) -> str:
 
 
 #: Run once in every fresh analyst sandbox, so the names the system prompt promises exist.
-PRELUDE = "import pandas as pd\nimport numpy as np\nimport matplotlib.pyplot as plt"
+PRELUDE = "import sqlite3\nimport pandas as pd\nimport numpy as np\nimport matplotlib.pyplot as plt"
 
 
 def few_shot_messages() -> list[dict[str, str]]:
@@ -148,6 +148,9 @@ def observation_text(result: Any, max_chars: int) -> str:
         text = "[No output. Use print() to show the values you need.]"
     return text
 
+
+REPEAT_NUDGE = ("\n[You ran the same code as in your previous turn and got the same result. Running it again will not "
+                "help: change the approach (check the file names and columns listed above), or answer.]")
 
 LAST_TURN_NUDGE = ("This is your last turn. Give your final <answer> now, using the results you have already seen, "
                    "in the requested format.")

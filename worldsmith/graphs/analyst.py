@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import re
 import time
 import uuid
 from typing import Annotated, Any, Literal, TypedDict
@@ -108,6 +109,9 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
             await _replay(sb, state.get("steps", []))
         result = await sb.run(code, timeout=cfg.cell_timeout_s)
         observation = agent.observation_text(result, cfg.max_observation_chars)
+        previous = next((s for s in reversed(state.get("steps", [])) if s.get("action")), None)
+        if previous and previous["action"] == pending["action"] and _same_output(previous.get("observation") or "", observation):
+            observation += agent.REPEAT_NUDGE  # weak models loop on a failing cell; say so plainly
         if result.restarted:  # timeout or crash: rebuild the variables earlier cells made
             replayed = await sb.replay()
             observation += ("\n[The interpreter was restarted; your earlier successful cells were re-run"
@@ -177,6 +181,12 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     g.add_conditional_edges("check", route_after_check)
     g.add_edge("finalize", END)
     return g.compile(checkpointer=checkpointer, name="analyst")
+
+
+def _same_output(before: str, now: str) -> bool:
+    """Equal up to the interpreter's cell numbering (tracebacks name <cell-N>)."""
+    norm = lambda t: re.sub(r"<cell-\d+>", "<cell>", t.split("\n[You ran the same code")[0])  # noqa: E731
+    return norm(before) == norm(now)
 
 
 def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, str]], str]:

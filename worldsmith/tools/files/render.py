@@ -65,9 +65,22 @@ def _column_full(c: ColumnProfile, max_top: int) -> str:
     return line
 
 
+#: How to load each format in pandas: models that see `db.sqlite[orders]` otherwise try to open that as a path.
+_LOADERS = {
+    "sqlite": "pd.read_sql('SELECT * FROM \"{table}\"', sqlite3.connect('{file}'))",
+    "xlsx": 'pd.read_excel("{file}", sheet_name="{table}")',
+    "parquet": 'pd.read_parquet("{file}")',
+    "jsonl": 'pd.read_json("{file}", lines=True)',
+}
+
+
 def _table_header(t: TableProfile) -> str:
     rows = f"{t.n_rows:,}" + ("" if t.n_rows_exact else " (estimated)")
-    head = f"## {t.label} — {t.format}, {rows} rows × {t.n_cols} columns"
+    where = f"{t.file}, table {t.table!r}" if t.table is not None else t.file
+    head = f"## {where} — {t.format}, {rows} rows × {t.n_cols} columns"
+    loader = _LOADERS.get(t.format)
+    if loader and (t.table is not None or "{table}" not in loader):
+        head += "\nload: " + loader.format(file=t.file, table=t.table or "")
     if t.sampled and t.sampling_note:
         head += f"\n[sampled: {t.sampling_note}]"
     return head
