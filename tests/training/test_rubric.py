@@ -104,11 +104,18 @@ def test_negative_items_reduce_the_score_and_it_is_clipped_at_zero() -> None:
 
 
 def test_judge_failure_keeps_deterministic_results() -> None:
-    g = grade_rubric(RUBRIC, RESPONSE, llm=StubJudge(fail=RuntimeError("endpoint down")))
-    assert "judge failed: RuntimeError: endpoint down" in g.note
+    from worldsmith.llm.errors import LLMUnavailableError
+
+    g = grade_rubric(RUBRIC, RESPONSE, llm=StubJudge(fail=LLMUnavailableError("endpoint down")))
+    assert "judge failed: LLMUnavailableError: endpoint down" in g.note
     by_id = {d["id"]: d for d in g.details}
     assert by_id["first_class_fare"]["met"] is True and by_id["fare_class_link"]["met"] is None
     assert g.score == pytest.approx(1.0)
+
+
+def test_a_bug_in_the_judge_path_is_not_swallowed() -> None:
+    with pytest.raises(TypeError):
+        grade_rubric(RUBRIC, RESPONSE, llm=StubJudge(fail=TypeError("programming error")))
 
 
 def test_missing_and_unknown_judge_verdicts() -> None:

@@ -149,41 +149,52 @@ def grade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: Structu
                  workspace_files: WorkspaceFiles = None, *, pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
     """Rubric score: deterministic numeric items first, then one (batched) judge call for the rest.
 
-    A judge failure does not lose the deterministic results: the judged items become 'ungraded' and the
-    note says why.
+    A judge failure (the model unavailable or unparseable) does not lose the deterministic results: the judged
+    items become 'ungraded' and the note says why.
     """
-    rubric, instruction = _rubric_of(task_or_rubric)
-    text = _full_text(response_text, read_workspace_texts(workspace_files))
-    details, pending = _deterministic_pass(rubric, text, will_judge=llm is not None)
-    notes: list[str] = []
-    verdicts, reason = None, "no LLM judge given"
+    rubric, instruction, text, details, pending = _start_rubric(task_or_rubric, response_text, workspace_files, llm)
+    verdicts, failure = None, None
     if pending and llm is not None:
         try:
             verdicts = judge(llm, pending, text, instruction)
-        except Exception as exc:  # noqa: BLE001 - recorded in the grade, deterministic items are kept
-            reason = f"judge failed: {type(exc).__name__}: {exc}"
-            notes.append(reason)
-    _apply_verdicts(details, pending, verdicts, reason)
-    return _finish(rubric, details, notes, pass_threshold)
+        except _judge_errors() as exc:
+            failure = exc
+    return _end_rubric(rubric, details, pending, verdicts, failure, pass_threshold)
 
 
 async def agrade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,
                         workspace_files: WorkspaceFiles = None, *,
                         pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
     """Async twin of `grade_rubric` (uses `llm.astructured`)."""
-    rubric, instruction = _rubric_of(task_or_rubric)
-    text = _full_text(response_text, read_workspace_texts(workspace_files))
-    details, pending = _deterministic_pass(rubric, text, will_judge=llm is not None)
-    notes: list[str] = []
-    verdicts, reason = None, "no LLM judge given"
+    rubric, instruction, text, details, pending = _start_rubric(task_or_rubric, response_text, workspace_files, llm)
+    verdicts, failure = None, None
     if pending and llm is not None:
         try:
             verdicts = await ajudge(llm, pending, text, instruction)
-        except Exception as exc:  # noqa: BLE001 - recorded in the grade, deterministic items are kept
-            reason = f"judge failed: {type(exc).__name__}: {exc}"
-            notes.append(reason)
+        except _judge_errors() as exc:
+            failure = exc
+    return _end_rubric(rubric, details, pending, verdicts, failure, pass_threshold)
+
+
+def _judge_errors() -> tuple[type[BaseException], ...]:
+    from worldsmith.llm.errors import LLMError  # late: graders must import without the LLM layer
+
+    return (LLMError, ValueError)
+
+
+def _start_rubric(task_or_rubric: Task | Rubric, response_text: str, workspace_files: WorkspaceFiles,
+                  llm: StructuredLLM | None) -> tuple[Rubric, str, str, list, list]:
+    rubric, instruction = _rubric_of(task_or_rubric)
+    text = _full_text(response_text, read_workspace_texts(workspace_files))
+    details, pending = _deterministic_pass(rubric, text, will_judge=llm is not None)
+    return rubric, instruction, text, details, pending
+
+
+def _end_rubric(rubric: Rubric, details: list, pending: list, verdicts: Any, failure: BaseException | None,
+                pass_threshold: float) -> Grade:
+    reason = "no LLM judge given" if failure is None else f"judge failed: {type(failure).__name__}: {failure}"
     _apply_verdicts(details, pending, verdicts, reason)
-    return _finish(rubric, details, notes, pass_threshold)
+    return _finish(rubric, details, [reason] if failure is not None else [], pass_threshold)
 
 
 # --------------------------------------------------------------------------------------------- dispatch
