@@ -43,7 +43,7 @@ class AnalystConfig(Section):
     max_observation_chars: int = Field(4000, ge=200, description="interpreter output shown to the model per turn (characters)")
     profile_chars: int = Field(2500, ge=500, description="budget for the workspace profile in the first prompt (characters)")
     cell_timeout_s: float = Field(60.0, gt=0, description="wall-clock limit per code cell (seconds)")
-    max_tokens: int = Field(1024, ge=64, description="completion budget per assistant turn (tokens)")
+    max_tokens: int = Field(512, ge=64, description="completion budget per assistant turn (tokens); a code turn rarely needs more, and on CPU a runaway turn costs minutes")
     format_retries: int = Field(2, ge=0, le=5, description="re-asks when an answer lacks the requested @name[value] tags")
     verify_answer: bool = Field(True, description="ask the model to check its answer against the requested format once")
 
