@@ -145,3 +145,14 @@ async def test_repeating_the_same_cell_gets_a_plain_nudge(scripted, sales_csv: P
     steps = final["trajectory"]["steps"]
     assert "same code" not in steps[0]["observation"]
     assert "same code as in your previous turn" in steps[1]["observation"]
+
+
+async def test_rounding_feedback_ignored_twice_is_applied_by_the_agent(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"
+    script.queue(CODE_TURN, unrounded, unrounded, unrounded)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    traj = final["trajectory"]
+    assert traj["final_answer"] == "The mean is 20.1234. @mean_amount[20.1]"  # the model's number, one decimal
+    assert traj["steps"][-1]["action"]["content"].endswith("@mean_amount[20.1234]")  # the raw turn is kept
+    assert traj["metadata"]["answer_rounded_by_agent"] is True

@@ -127,6 +127,28 @@ def answer_problems(answer: str, instruction: str, names: list[str]) -> list[str
     return problems
 
 
+def round_to_request(answer: str, instruction: str, names: list[str]) -> str | None:
+    """The answer with each requested @name[number] rounded to the decimals the instruction asks for, or None when
+    nothing needs it. Used once the model has ignored the rounding feedback: it changes the form of the model's own
+    numbers, never their content."""
+    decimals = requested_decimals(instruction)
+    if decimals is None:
+        return None
+    changed = False
+
+    def fix(m: re.Match[str]) -> str:
+        nonlocal changed
+        name, value = m.group(1), m.group(2)
+        number = parse_number(value)
+        if name not in names or number is None or "." not in value or len(value.split(".")[-1]) <= decimals:
+            return m.group(0)
+        changed = True
+        return f"@{name}[{number:.{decimals}f}]"
+
+    fixed = re.sub(r"@(\w+)\[([^\]]*)\]", fix, answer)
+    return fixed if changed else None
+
+
 def format_feedback(problems: list[str], names: list[str]) -> str:
     tags = " ".join(f"@{n}[value]" for n in names)
     return ("Your answer does not follow the requested format: " + "; ".join(problems) +

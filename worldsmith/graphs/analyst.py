@@ -141,6 +141,10 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
             emit({"type": "feedback", "text": feedback})
             update.update(retries_left=state["retries_left"] - 1, messages=[{"role": "user", "content": feedback}])
         else:
+            rounded = agent.round_to_request(answer, state.get("question", ""), _names(state)) if problems else None
+            if rounded is not None:  # the model ignored the rounding feedback: round its own numbers, and say so
+                update["final_answer"] = rounded
+                emit({"type": "feedback", "text": "rounded the answer's values to the requested decimals"})
             update["status"] = "answered"
         return update
 
@@ -164,7 +168,9 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
             status=status, prompt_tokens=sum(s.prompt_tokens for s in steps),
             completion_tokens=sum(s.completion_tokens for s in steps),
             time_s=round(time.time() - state.get("started", time.time()), 3),
-            metadata={"few_shot": "analyst_example.json", "categories": state.get("categories") or []})
+            metadata={"few_shot": "analyst_example.json", "categories": state.get("categories") or [],
+                      "answer_rounded_by_agent": bool(steps and steps[-1].action and state.get("final_answer")
+                                                      and steps[-1].action.content != state.get("final_answer"))})
         emit({"type": "answer" if traj.final_answer else "done", "text": traj.final_answer or "", "status": status})
         return {"status": status, "trajectory": traj.model_dump(mode="json")}
 
