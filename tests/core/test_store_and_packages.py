@@ -141,3 +141,16 @@ def test_rubric_score_is_net_and_clipped() -> None:
     assert rubric.score({"a": True}) == pytest.approx(2 / 3)
     assert rubric.score({"a": True, "b": True, "n": True}) == pytest.approx(1 / 3)
     assert rubric.score({"n": True}) == 0.0
+
+
+def test_atomic_copy_keeps_mode_and_failed_writes_leave_nothing(tmp_path: Path) -> None:
+    from worldsmith.core.store import atomic_copy
+
+    src = tmp_path / "src.csv"
+    src.write_text("a\n1\n")
+    src.chmod(0o644)
+    dst = atomic_copy(src, tmp_path / "out" / "dst.csv")
+    assert dst.read_text() == "a\n1\n" and dst.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+    with pytest.raises(FileNotFoundError):
+        atomic_copy(tmp_path / "missing.csv", tmp_path / "out" / "x.csv")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["dst.csv"]

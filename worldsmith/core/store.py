@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,19 +27,26 @@ class ArtifactError(RuntimeError):
     """An artifact on disk is missing, corrupt or does not match its contract."""
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    path = Path(path)
+@contextmanager
+def _atomic_target(path: Path) -> Iterator[Path]:
+    """A temp file beside `path` for the caller to fill; renamed onto `path` on success, removed on failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    path = Path(path)
+    with _atomic_target(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
     return path
 
 
@@ -48,16 +56,9 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 def atomic_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
     dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with _atomic_target(dst) as tmp:
         shutil.copyfile(src, tmp)
         shutil.copymode(src, tmp)  # mkstemp makes 0600 files; keep the source's permissions
-        os.replace(tmp, dst)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return dst
 
 
