@@ -25,7 +25,8 @@ def _render(event: dict) -> None:
 
 @app.command("new")
 def new(out: Annotated[Path, typer.Argument(help="Folder to create the world in.")],
-        domain: Annotated[Optional[str], typer.Option(help="One of the 16 domains (default: picked by seed).")] = None,
+        domain: Annotated[Optional[str], typer.Option(help="One of the 16 domains (default: by --topic, else by seed).")] = None,
+        topic: Annotated[Optional[str], typer.Option(help="What the world and its tasks are about, e.g. 'churn'.")] = None,
         seed: Annotated[Optional[int], typer.Option(help="Seed: same contract + seed → byte-identical files.")] = None,
         rows: Annotated[Optional[int], typer.Option(help="Canonical rows of the main entity.")] = None,
         contract: Annotated[str, typer.Option(help="'template' (engine only) or 'llm' (LLM adapts the template, validated).")] = "template",
@@ -40,7 +41,7 @@ def new(out: Annotated[Path, typer.Argument(help="Folder to create the world in.
     if contract not in ("template", "llm"):
         fail("--contract must be 'template' or 'llm'", code=EXIT_USAGE)
     settings = STATE.settings()
-    state = {"domain": domain, "seed": settings.world.seed if seed is None else seed, "rows": rows or settings.world.rows,
+    state = {"domain": domain, "topic": topic, "seed": settings.world.seed if seed is None else seed, "rows": rows or settings.world.rows,
              "out_dir": str(out.resolve()), "contract_source": contract, "make_tasks": tasks, "max_tasks": max_tasks,
              "tasks_dir": str(out.resolve() / "tasks"), "use_llm": True}
 
@@ -103,6 +104,7 @@ def tasks_cmd(world: Annotated[Path, typer.Argument(help="World folder (audited)
               out: Annotated[Optional[Path], typer.Option(help="Task collection folder (default WORLD/tasks).")] = None,
               max_tasks: Annotated[int, typer.Option(help="Most tasks to write.")] = 10,
               seed: Annotated[int, typer.Option(help="Subgraph sampling seed.")] = 0,
+              topic: Annotated[Optional[str], typer.Option(help="Target variables about this topic first.")] = None,
               llm: Annotated[bool, typer.Option("--llm/--no-llm", help="LLM-written stakeholder requests (else templates).")] = True,
               json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
     """Write cause/consequence tasks (closed form + report with rubric) with verified reference solutions."""
@@ -117,7 +119,7 @@ def tasks_cmd(world: Annotated[Path, typer.Argument(help="World folder (audited)
         rt = runtime()
         try:
             return await write_world_tasks(rt, world.resolve(), target.resolve(), max_tasks=max_tasks, seed=seed,
-                                           use_llm=llm, on_event=None if json_out else _render)
+                                           use_llm=llm, on_event=None if json_out else _render, topic=topic)
         finally:
             await rt.sessions.close_all()
 

@@ -5,6 +5,7 @@ Streams {"type": "intent"|"plan"|"missing"|...} custom events, and the sub-graph
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -50,14 +51,17 @@ def make_plan(intent: Intent, settings: Any) -> Plan:
         if intent.action == "make_tasks" and files:
             missing.append("tasks from your own files need workspace evolution, which this version does not have yet; "
                            "drop the files to make tasks from a generated world instead")
-        domain = intent.domain or "a template domain"
+        domain = intent.domain or (f"the template domain that best matches {intent.topic!r}" if intent.topic
+                                   else "a template domain")
         n = intent.count or (1 if intent.action == "make_world" else 10)
         steps = [f"generate a world ({domain}) from its contract template", "project imperfect observed files",
                  "audit every edge, invariant and phenomenon from the observed files"]
-        cmd = f"worldsmith world new{' --domain ' + intent.domain if intent.domain else ''} OUT"
+        topic = f" --topic {shlex.quote(intent.topic)}" if intent.topic else ""
+        cmd = f"worldsmith world new{' --domain ' + intent.domain if intent.domain else ''}{topic} OUT"
         if intent.action == "make_tasks":
-            steps.append(f"write up to {n} tasks with rubrics and verified reference solutions")
-            cmd += f" && worldsmith world tasks OUT --max-tasks {n}"
+            about = f" about {intent.topic!r} first" if intent.topic else ""
+            steps.append(f"write up to {n} tasks{about} with rubrics and verified reference solutions")
+            cmd += f" && worldsmith world tasks OUT --max-tasks {n}{topic}"
         return Plan(runnable=not missing, steps=steps, missing=missing, command=cmd)
     if intent.action == "evaluate":
         if not files:

@@ -20,6 +20,8 @@ from worldsmith.graphs.runtime import GraphRuntime, emit
 
 class WorldState(TypedDict, total=False):
     domain: str | None
+    topic: str | None
+    topic_note: str | None
     seed: int
     rows: int | None
     out_dir: str
@@ -47,13 +49,18 @@ def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         from worldsmith.evolution.worlds.templates import list_templates, personas
 
         domains = sorted({t.domain for t in list_templates()})
-        domain = state.get("domain") or domains[int(np.random.default_rng(state.get("seed", 0)).integers(len(domains)))]
+        domain, note = state.get("domain"), None
+        if not domain and state.get("topic"):
+            domain, note = _domain_for_topic(state["topic"])
+            emit({"type": "world", "step": "topic", "text": note})
+        domain = domain or domains[int(np.random.default_rng(state.get("seed", 0)).integers(len(domains)))]
         if domain not in domains:
             raise ValueError(f"unknown domain {domain!r}; choose one of: {', '.join(domains)}")
         options = personas(domain)
         chosen = options[state.get("seed", 0) % len(options)]
         emit({"type": "world", "step": "persona", "text": f"{chosen.name}, {chosen.role} ({domain})"})
-        return {"domain": domain, "persona": chosen.model_dump(), "provenance": {"persona": f"template:personas/{domain}"}}
+        return {"domain": domain, "topic_note": note, "persona": chosen.model_dump(),
+                "provenance": {"persona": f"template:personas/{domain}"}}
 
     async def skeleton(state: WorldState) -> dict[str, Any]:
         from worldsmith.evolution.worlds.contract import Persona
@@ -99,7 +106,7 @@ def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         written, dropped = await write_world_tasks(rt, Path(state["out_dir"]), Path(state["tasks_dir"] or
                                                    Path(state["out_dir"]) / "tasks"),
                                                    max_tasks=state.get("max_tasks", 10), seed=state.get("seed", 0),
-                                                   use_llm=state.get("use_llm", True))
+                                                   use_llm=state.get("use_llm", True), topic=state.get("topic"))
         return {"tasks": written, "dropped": dropped}
 
     g = StateGraph(WorldState)
@@ -113,6 +120,18 @@ def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     g.add_conditional_edges("build", route_after_build)
     g.add_edge("tasks", END)
     return g.compile(checkpointer=checkpointer, name="world")
+
+
+def _domain_for_topic(topic: str) -> tuple[str | None, str]:
+    """The best-matching template's domain for a topic, and a line saying why (or that none matched)."""
+    from worldsmith.evolution.worlds.topic import match_topic
+
+    matches = match_topic(topic)
+    if not matches:
+        return None, f"topic {topic!r} matches no template; domain picked by seed"
+    best = matches[0]
+    why = ", ".join(best.variables[:3]) if best.variables else "its description"
+    return best.domain, f"topic {topic!r} → {best.domain} (matched {why})"
 
 
 PLURAL = {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena"}
@@ -131,7 +150,7 @@ async def run_world_request(rt: GraphRuntime, *, domain: str | None = None, task
 
     run = RunDir.create("world", rt.settings.runs_dir, config=rt.settings.masked())
     out = out_dir or run.path / "world"
-    state: WorldState = {"domain": domain, "seed": rt.settings.world.seed if seed is None else seed,
+    state: WorldState = {"domain": domain, "topic": topic, "seed": rt.settings.world.seed if seed is None else seed,
                          "rows": rows or rt.settings.world.rows, "out_dir": str(out), "make_tasks": tasks,
                          "max_tasks": max_tasks or 10, "tasks_dir": str(run.path / "tasks"),
                          "contract_source": "template"}
@@ -149,13 +168,14 @@ async def run_world_request(rt: GraphRuntime, *, domain: str | None = None, task
     return {"status": "ok", "run_dir": str(run.path), "world_dir": str(out),
             "tasks_dir": str(run.path / "tasks") if tasks else None, "report": str(run.path / "report.md"),
             "tasks": final.get("tasks", []), "dropped": final.get("dropped", []),
-            "topic_note": f"topic {topic!r} is not used to pick the world yet" if topic else None}
+            "topic_note": final.get("topic_note")}
 
 
 def world_report(final: dict[str, Any]) -> str:
     w = final.get("world", {})
     prov = final.get("provenance", {})
-    lines = [f"# World {w.get('world_id', '?')}", "", f"Domain: {final.get('domain')}  ", f"Seed: {final.get('seed')}  ",
+    lines = [f"# World {w.get('world_id', '?')}", "", f"Domain: {final.get('domain')}  ",
+             *([f"Topic: {final['topic_note']}  "] if final.get("topic_note") else []), f"Seed: {final.get('seed')}  ",
              f"Rows: {w.get('entity_rows')}  ", "", "## Provenance", ""]
     lines += [f"- {k}: {v}" for k, v in prov.items()]
     lines += ["", "## Audit", "", _audit_line(w.get("audit_summary") or {}), "",

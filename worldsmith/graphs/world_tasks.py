@@ -40,7 +40,7 @@ def _oracle(task: Task, code: str, output: str, answer: str, model: str = "refer
 
 async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, *, max_tasks: int = 10, seed: int = 0,
                             use_llm: bool = True, on_event: Callable[[dict[str, Any]], None] | None = None,
-                            ) -> tuple[list[str], list[dict[str, Any]]]:
+                            topic: str | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """Specs → requests → verified closed-form and report tasks in a collection. Progress goes to the running
     graph's stream and to `on_event` (the CLI's printer) when given."""
 
@@ -53,9 +53,14 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
     from worldsmith.evolution.worlds.audit import load_contract
     from worldsmith.evolution.worlds.solution import reference_solution_code
     from worldsmith.evolution.worlds.tasks import load_ledger, method_items, rubric_items, sample_specs
+    from worldsmith.evolution.worlds.topic import topic_variables
 
     contract = await asyncio.to_thread(load_contract, world_dir)
-    specs = await asyncio.to_thread(sample_specs, world_dir, max_tasks=max_tasks, seed=seed)
+    focus = topic_variables(contract, topic) if topic else []
+    if topic:
+        note({"type": "world", "step": "topic", "text": f"topic {topic!r} → target variables: "
+                            + (", ".join(focus) if focus else "none match; sampling the whole DAG")})
+    specs = await asyncio.to_thread(sample_specs, world_dir, max_tasks=max_tasks, seed=seed, focus=focus)
     ledger = await asyncio.to_thread(load_ledger, world_dir)
     data_root = world_dir / "data"
     # the workspace is the data room as a data/ folder: solvers and reference solutions read data/<file>

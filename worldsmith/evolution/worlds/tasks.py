@@ -9,6 +9,7 @@ LLM agents later phrase the request and add method/presentation items; nothing h
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -63,8 +64,13 @@ def _direction(contract: WorldContract, src: str, target: str) -> str:
     return "changes"
 
 
-def sample_specs(world_dir: str | Path, *, max_tasks: int = 10, seed: int = 0, hops: int = 2) -> list[TaskSpec]:
-    """Cause and consequence specs over random subgraphs, each grounded in ≥1 recoverable phenomenon."""
+def sample_specs(world_dir: str | Path, *, max_tasks: int = 10, seed: int = 0, hops: int = 2,
+                 focus: Sequence[str] = ()) -> list[TaskSpec]:
+    """Cause and consequence specs over random subgraphs, each grounded in ≥1 recoverable phenomenon.
+
+    ``focus`` (variables a topic asked for, best first) are sampled first and become the target of their own
+    subgraph when they have causes (or consequences); the rest follow in seeded random order.
+    """
     world_dir = Path(world_dir)
     contract = load_contract(world_dir)
     truth = load_phenomena_truth(world_dir)
@@ -78,15 +84,16 @@ def sample_specs(world_dir: str | Path, *, max_tasks: int = 10, seed: int = 0, h
     und = g.to_undirected()
     rng = np.random.default_rng(seed)
     seeds = sorted(v for v in g.nodes if g.degree(v) > 0)
+    first = [v for v in dict.fromkeys(focus) if v in seeds]
     specs: dict[tuple[str, str], TaskSpec] = {}
-    for start in rng.permutation(seeds):
+    for start in first + [v for v in rng.permutation(seeds) if v not in first]:
         if len(specs) >= max_tasks:
             break
         nodes = set(nx.single_source_shortest_path_length(und, start, cutoff=hops))
         sub = g.subgraph(nodes)
         for kind in ("cause", "consequence"):
             degree = sub.in_degree if kind == "cause" else sub.out_degree
-            target = max(sorted(nodes), key=lambda v: degree(v))
+            target = start if start in first and degree(start) > 0 else max(sorted(nodes), key=lambda v: degree(v))
             if degree(target) == 0 or (kind, target) in specs:
                 continue
             related = sorted(sub.predecessors(target) if kind == "cause" else sub.successors(target))
