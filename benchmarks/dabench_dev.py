@@ -5,7 +5,12 @@ and the median wall time per question. Reference point (not re-measured here, it
 a crude ReAct loop without few-shot, format help or error recovery solved 3/12 of the first questions (25%)
 on the same model (DESIGN.md).
 
-    python benchmarks/dabench_dev.py [--model qwen2.5-coder-1.5b] [--limit N] [--samples 1] [--resume RUN_DIR]
+    python benchmarks/dabench_dev.py [--model qwen2.5-coder-1.5b] [--max-turns 6] [--limit N] [--samples 1]
+                                     [--resume RUN_DIR] [--cache]
+
+Turns default to 6, not the analyst's 10: on 2 CPU cores a question that never converges costs ~25 s a turn,
+and few right answers come after the fourth turn (the README gives the turn histogram of the last full run). The LLM response cache is off unless --cache, so
+the times are real generation times.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import json
 import statistics
 import time
+from collections import Counter
 from pathlib import Path
 
 from worldsmith.commands.evaluate import evaluate_path
@@ -24,6 +30,11 @@ from worldsmith.graphs.runtime import GraphRuntime
 DABENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "dabench-dev"
 
 
+def _passed(traj: dict) -> bool:
+    grade = next((g for g in reversed(traj["grades"]) if g["grader"] in ("closed_form", "rubric")), None)
+    return bool(grade and grade["passed"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
@@ -31,15 +42,21 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--samples", type=int, default=1)
     ap.add_argument("--resume", type=Path, default=None)
+    ap.add_argument("--max-turns", type=int, default=6)
+    ap.add_argument("--cache", action="store_true", help="reuse cached LLM responses (times are then not real)")
     args = ap.parse_args()
-    settings = load_settings(overrides={"llm": {"default": {"provider": "embedded", "model": args.model}}})
+    settings = load_settings(overrides={"llm": {"default": {"provider": "embedded", "model": args.model},
+                                                "cache": args.cache},
+                                        "analyst": {"max_turns": args.max_turns}})
     rt = GraphRuntime.from_settings(settings)
     t0 = time.monotonic()
     result = asyncio.run(evaluate_path(rt, args.data, samples=args.samples, limit=args.limit, run_path=args.resume,
                                        show_progress=True))
     wall = time.monotonic() - t0
     run = Path(result["run_dir"])
-    times = [json.loads(p.read_text())["time_s"] for p in (run / "trajectories").rglob("*.json")]
+    trajs = [json.loads(p.read_text()) for p in (run / "trajectories").rglob("*.json")]
+    times = [t["time_s"] for t in trajs]
+    right_turns = Counter(len(t["steps"]) for t in trajs if _passed(t))
     o = result["overall"]
     print(f"workload: {o['n_tasks']} DABench dev questions × {o['samples']} sample(s), model {args.model}, "
           f"{settings.analyst.max_turns} turns max")
@@ -51,6 +68,7 @@ def main() -> None:
         print(f"  {level:<7} pass@1 {m['pass_at_1']:.1%} over {m['n_tasks']} questions")
     if times:
         print(f"time per question: median {statistics.median(times):.1f} s (wall for the run {wall / 60:.1f} min)")
+    print("turns taken by right answers: " + ", ".join(f"{k}: {v}" for k, v in sorted(right_turns.items())))
     print(f"report: {result['report']}")
 
 
