@@ -87,6 +87,9 @@ def test_eval_on_two_dabench_questions(scripted_env, dabench_dir: Path) -> None:
     out = json.loads(r.output)
     assert out["overall"]["n_tasks"] == 2 and out["overall"]["accuracy_by_question"] == 0.5
     assert Path(out["report"]).is_file()
+    r = runner.invoke(app, ["eval", "--tasks", str(dabench_dir), "--limit", "1"])
+    assert r.exit_code == 0, r.output
+    assert "eval 1/1 trajectories" in r.output  # not a terminal: progress as log lines, not a bar
 
 
 def test_world_commands(scripted_env, tmp_path: Path) -> None:

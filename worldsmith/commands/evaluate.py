@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -55,12 +56,18 @@ async def evaluate_path(rt: Any, path: Path, *, samples: int | None = None, limi
     solver = TaskSolver(rt, temperature=temperature)
     model = settings.llm.for_role("agent").model
     progress = Progress(TextColumn("[bold]eval[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, disable=not show_progress)
+                        console=console, disable=not show_progress or not console.is_terminal)
+    started = time.monotonic()
+
+    def log_line(done: int, total: int) -> None:  # a log file or a pipe gets a line per trajectory, not a bar
+        console.print(f"eval {done}/{total} trajectories, {(time.monotonic() - started) / 60:.1f} min", highlight=False)
+
     with progress:
         bar = progress.add_task("eval", total=len(tasks) * samples)
         report = await evaluate(tasks, solver, samples=samples, run_dir=run, concurrency=settings.eval.concurrency,
                                 llm=rt.llm, model=model,
-                                progress=lambda done, total: progress.update(bar, completed=done, total=total))
+                                progress=lambda done, total: progress.update(bar, completed=done, total=total)
+                                if console.is_terminal or not show_progress else log_line(done, total))
     await rt.sessions.close_all()
     o = report.overall
     run.finish(status="ok", pass_at_1=o.pass_at_1, n_tasks=o.n_tasks)
