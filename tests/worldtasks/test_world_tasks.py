@@ -82,7 +82,7 @@ def test_question_writer_rejects_leaks_and_falls_back(world: Path) -> None:
 
 def test_contract_writer_feeds_validation_problems_back() -> None:
     from worldsmith.agents.world_writers import write_contract
-    from worldsmith.evolution.worlds.contract import WorldContract
+    from worldsmith.core.world_contract import WorldContract
 
     template = load_template("customer_pricing", rows=1000)
     bad = template.model_dump(mode="json")

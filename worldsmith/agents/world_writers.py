@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from worldsmith.evolution.worlds.contract import WorldContract
+from worldsmith.core.world_contract import WorldContract
 from worldsmith.evolution.worlds.tasks import TaskSpec, quantity_phrase
 from worldsmith.evolution.worlds.validate import validate_contract
 from worldsmith.prompts import load_prompt

@@ -63,7 +63,7 @@ def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
                 "provenance": {"persona": f"template:personas/{domain}"}}
 
     async def skeleton(state: WorldState) -> dict[str, Any]:
-        from worldsmith.evolution.worlds.contract import Persona
+        from worldsmith.core.world_contract import Persona
         from worldsmith.evolution.worlds.templates import load_template
 
         template = await asyncio.to_thread(load_template, state["domain"], state.get("rows"))
@@ -75,7 +75,7 @@ def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
 
     async def contract(state: WorldState) -> dict[str, Any]:
         from worldsmith.agents.world_writers import write_contract
-        from worldsmith.evolution.worlds.contract import Persona, WorldContract
+        from worldsmith.core.world_contract import Persona, WorldContract
 
         template = WorldContract.model_validate(state["contract"])
         llm = rt.llm if state.get("contract_source") == "llm" else None
@@ -87,7 +87,7 @@ def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
                 "provenance": {**state["provenance"], "contract": out.produced_by}}
 
     async def build(state: WorldState) -> dict[str, Any]:
-        from worldsmith.evolution.worlds.contract import WorldContract
+        from worldsmith.core.world_contract import WorldContract
         from worldsmith.evolution.worlds.world import build_world
 
         c = WorldContract.model_validate(state["contract"])

@@ -13,8 +13,8 @@ Typical use::
 from .audit import (AuditReport, PhenomenonReference, audit_world, compute_phenomenon, phenomenon_reference,
                     read_audit, reconciled_table, recoverable_phenomena)
 from .audit_edges import CheckResult
-from .contract import (SCHEMA_VERSION, Domain, Edge, Entity, ObservationSystem, Persona, Phenomenon, Variable,
-                       WorldContract, contract_json_schema)
+from worldsmith.core.world_contract import (SCHEMA_VERSION, Domain, Edge, Entity, ObservationSystem, Persona,
+                                            Phenomenon, Variable, WorldContract, contract_json_schema)
 from .defects import LedgerEntry, Sabotage
 from .engine import ENGINE_VERSION, CanonicalState, generate, scaled
 from .problems import ContractError, ContractProblem, format_problems

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .contract_types import Tolerance
+from worldsmith.core.world_contract_types import Tolerance
 
 CONTRACT = "contract.json"
 MANIFEST = "manifest.json"

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from .artifacts import AUDIT, CONTRACT, PHENOMENA, WORLD_MD, PhenomenonTruth, write_json, write_text
 from .audit_checks import check_invariant, check_phenomenon
 from .audit_edges import CheckResult, audit_edges
-from .contract import WorldContract
+from worldsmith.core.world_contract import WorldContract
 from .recipes import evaluate
 from .reconcile import Reconciled, reconcile
 

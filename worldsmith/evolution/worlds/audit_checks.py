@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .audit_edges import CheckResult
-from .contract import WorldContract
+from worldsmith.core.world_contract import WorldContract
 from .recipes import evaluate, recipe_columns, recipe_entity, where_columns
 from .reconcile import Reconciled
 

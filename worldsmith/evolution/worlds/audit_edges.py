@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from .contract import Edge, WorldContract
+from worldsmith.core.world_contract import Edge, WorldContract
 from .fit import fit_target
 from .mechanisms import edge_basis
 from .reconcile import Reconciled

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .contract import ObservationSystem, WorldContract
+from worldsmith.core.world_contract import ObservationSystem, WorldContract
 from .memos import events_memo, system_memo
 from .observe import ObservedSystem
 from .writers import FileRecord

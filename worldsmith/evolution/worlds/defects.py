@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from .contract import ObservationSystem, WorldContract
+from worldsmith.core.world_contract import ObservationSystem, WorldContract
 
 
 class LedgerEntry(BaseModel):

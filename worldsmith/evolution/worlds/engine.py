@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from .contract import Entity, NodeInfo, WorldContract
+from worldsmith.core.world_contract import Entity, NodeInfo, WorldContract
 from .mechanisms import contribution, sigmoid
 from .recipes import evaluate, recipe_columns, recipe_entity, where_columns
 from .validate import check_contract, edge_graph, entity_rows

@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from .contract import Edge, WorldContract
+from worldsmith.core.world_contract import Edge, WorldContract
 
 
 class RowView(Protocol):

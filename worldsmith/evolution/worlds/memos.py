@@ -11,7 +11,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from .contract import ObservationSystem, WorldContract
+from worldsmith.core.world_contract import ObservationSystem, WorldContract
 from .defects import LedgerEntry
 
 

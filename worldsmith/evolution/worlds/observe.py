@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import defects as D
-from .contract import ObservationSystem, WorldContract
+from worldsmith.core.world_contract import ObservationSystem, WorldContract
 from .defects import Ctx, LedgerEntry, Sabotage
 from .engine import CanonicalState, column, rng_for
 

@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 
 from . import kernels
-from .contract import WorldContract
-from .contract_types import Recipe
+from worldsmith.core.world_contract import WorldContract
+from worldsmith.core.world_contract_types import Recipe
 
 TIME_COLUMNS = ("date", "period")
 

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from . import kernels as K
-from .contract import ObservationSystem, WorldContract
+from worldsmith.core.world_contract import ObservationSystem, WorldContract
 from .memos import (DateFormatNote, DelayNote, EventNote, Note, RecodeNote, RenameNote, SplitNote, UnitNote,
                     memo_system, parse_memo)
 from .observe import ISO, system_keys

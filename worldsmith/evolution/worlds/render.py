@@ -10,7 +10,7 @@ import networkx as nx
 from rich.table import Table
 
 from .artifacts import LEDGER
-from .contract import WorldContract
+from worldsmith.core.world_contract import WorldContract
 
 _PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import kernels
 from .audit import load_contract
-from .contract import WorldContract
+from worldsmith.core.world_contract import WorldContract
 from .recipes import recipe_call, recipe_entity, where_args
 from .reconcile import ReconcilePlan, SourcePlan, Step, build_plan
 

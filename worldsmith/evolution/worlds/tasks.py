@@ -21,7 +21,7 @@ from worldsmith.core.schemas import Criterion, Tolerance
 
 from .artifacts import PhenomenonTruth
 from .audit import load_contract, load_phenomena_truth, read_audit, recoverable_phenomena
-from .contract import WorldContract
+from worldsmith.core.world_contract import WorldContract
 from .recipes import recipe_columns
 
 

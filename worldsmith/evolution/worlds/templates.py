@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from .contract import Domain, Persona, WorldContract
+from worldsmith.core.world_contract import Domain, Persona, WorldContract
 from .engine import scaled
 from .validate import check_contract, entity_rows
 

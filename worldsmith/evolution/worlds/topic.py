@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from .contract import WorldContract
+from worldsmith.core.world_contract import WorldContract
 
 STOPWORDS = frozenset(
     "a an and about are as at be by data dataset do does for from how in into is it its of on or over per set "

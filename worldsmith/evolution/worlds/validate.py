@@ -12,8 +12,8 @@ from typing import Any
 
 import networkx as nx
 
-from .contract import Entity, NodeInfo, WorldContract
-from .contract_types import SOURCELESS
+from worldsmith.core.world_contract import Entity, NodeInfo, WorldContract
+from worldsmith.core.world_contract_types import SOURCELESS
 from .problems import ContractError, ContractProblem, Problems, as_data, problems_from_validation_error
 
 RESERVED = {"date", "period"}

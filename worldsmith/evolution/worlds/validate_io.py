@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from .contract import NodeInfo, ObservationSystem, WorldContract
+from worldsmith.core.world_contract import NodeInfo, ObservationSystem, WorldContract
 from .problems import Problems
 from .recipes import recipe_columns, recipe_entity, where_columns
 

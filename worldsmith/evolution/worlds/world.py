@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from .artifacts import (AUDIT, CONTRACT, DATA, LEDGER, MANIFEST, PHENOMENA, TRUTH, Manifest, PhenomenonTruth,
                         file_hashes, render_statement, write_json)
-from .contract import WorldContract
+from worldsmith.core.world_contract import WorldContract
 from .dataroom import write_documents
 from .defects import LedgerEntry, Sabotage
 from .engine import ENGINE_VERSION, CanonicalState, generate, scaled

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .contract import Edge, WorldContract
+from worldsmith.core.world_contract import Edge, WorldContract
 
 if TYPE_CHECKING:
     from .artifacts import PhenomenonTruth

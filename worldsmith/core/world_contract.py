@@ -4,7 +4,7 @@ A contract names the entities (tables), the variables (columns) and the causal e
 them (a DAG with a mechanism per edge), the shared events, the observation systems that turn the
 canonical state into imperfect files, and the phenomena (recomputable statements) tasks are built on.
 Structural checks live in the pydantic models; semantic checks (cycles, unknown names, impossible
-parameters) in `validate.validate_contract`, which reports every problem at once.
+parameters) in `worldsmith.evolution.worlds.validate.validate_contract`, which reports every problem at once.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .contract_types import (Defect, Distribution, Heterogeneity, Invariant, Mechanism, Noise, Recipe, Tolerance,
-                             SOURCELESS)
+from worldsmith.core.world_contract_types import (SOURCELESS, Defect, Distribution, Heterogeneity, Invariant, Mechanism,
+                                                  Noise, Recipe, Tolerance)
 
 SCHEMA_VERSION = "1.0"
 
