@@ -31,24 +31,15 @@ def test_inflections_match_but_unrelated_prefixes_do_not() -> None:
     assert match_topic("zebra stripes") == []
 
 
-@pytest.fixture(scope="module")
-def pricing_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from worldsmith.evolution.worlds.world import build_world
-
-    out = tmp_path_factory.mktemp("w") / "pricing"
-    build_world(load_template("customer_pricing", rows=3000), 7, out)
-    return out
-
-
-def test_focus_variables_become_the_first_targets(pricing_world: Path) -> None:
+def test_focus_variables_become_the_first_targets(world: Path) -> None:
     focus = topic_variables(load_template("customer_pricing"), "support tickets")
     assert focus == ["support_tickets"]
-    plain = sample_specs(pricing_world, max_tasks=2, seed=1)
-    focused = sample_specs(pricing_world, max_tasks=2, seed=1, focus=focus)
+    plain = sample_specs(world, max_tasks=2, seed=1)
+    focused = sample_specs(world, max_tasks=2, seed=1, focus=focus)
     assert "support_tickets" not in [s.target for s in plain]  # without a focus this seed targets others
     assert focused[0].target == "support_tickets" and focused[0].kind == "cause"
     assert focused[0].related and "support_tickets" not in focused[0].related  # its true causes are the answer
-    assert sample_specs(pricing_world, max_tasks=2, seed=1, focus=["no_such_variable"]) == plain
+    assert sample_specs(world, max_tasks=2, seed=1, focus=["no_such_variable"]) == plain
 
 
 async def test_world_graph_picks_the_domain_from_the_topic(scripted, tmp_path: Path) -> None:

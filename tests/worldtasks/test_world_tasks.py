@@ -9,15 +9,7 @@ import pytest
 
 from worldsmith.evolution.worlds.audit import load_contract, load_phenomena_truth
 from worldsmith.evolution.worlds.templates import load_template
-from worldsmith.evolution.worlds.world import build_world
 from worldsmith.evolution.worlds.tasks import method_items, quantity_phrase, rubric_items, sample_specs
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("w") / "pricing"
-    build_world(load_template("customer_pricing", rows=3000), 7, out)
-    return out
 
 
 def test_specs_target_max_in_and_out_degree_and_use_only_recoverable_phenomena(world: Path) -> None:
