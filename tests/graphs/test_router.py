@@ -42,6 +42,24 @@ def test_plans_say_precisely_what_is_missing(tmp_path: Path) -> None:
     assert not own_files["runnable"] and "workspace evolution" in own_files["missing"][0]
     ok = make_plan(heuristic_intent("make 5 tasks about pricing"), None)
     assert ok["runnable"] and "--max-tasks 5" in ok["command"]
+    assert "--topic pricing" in ok["command"]
+    by_topic = make_plan(heuristic_intent("make 5 tasks about support tickets"), None)
+    assert "best matches 'support tickets'" in by_topic["steps"][0]
+    assert "--topic 'support tickets'" in by_topic["command"]
+
+
+@pytest.mark.parametrize(("request_text", "count"), [
+    ("make 7 tasks about churn", 7),
+    ("make tasks about churn from /data/run7/crm", None),  # a digit inside a path is not a count
+    ("make tasks about churn", None),  # the model's number is not in the request
+])
+async def test_the_models_count_is_kept_only_when_the_request_states_it(scripted, request_text: str, count) -> None:
+    from worldsmith.agents.router import classify
+
+    script, make_rt = scripted
+    script.on(".*", json.dumps({"action": "make_tasks", "count": 7, "topic": "churn"}), role="router")
+    intent = await classify(make_rt().llm, request_text)
+    assert intent.action == "make_tasks" and intent.count == count
 
 
 async def test_router_runs_the_analyst_for_a_question(scripted, sales_csv: Path) -> None:

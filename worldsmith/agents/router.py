@@ -84,6 +84,13 @@ def heuristic_intent(request: str, extra_files: list[str] | None = None) -> Inte
                   difficulty=difficulty, topic=topic, domain=domain, since=since)
 
 
+def _says_number(request: str, n: int, paths: list[str]) -> bool:
+    """Whether the request itself states the number n (as a word of its own, not inside a file path)."""
+    for p in sorted(paths, key=len, reverse=True):
+        request = request.replace(p, " ")
+    return re.search(rf"(?<![\w./-]){n}(?![\w./-])", request) is not None
+
+
 async def classify(llm: Any | None, request: str, files: list[str] | None = None, role: str = "router") -> Intent:
     """LLM classification checked against the heuristics; heuristics alone when no model or it fails."""
     base = heuristic_intent(request, files)
@@ -101,11 +108,14 @@ async def classify(llm: Any | None, request: str, files: list[str] | None = None
     names = {Path(f).name for f in files or []}
     grounded_files = [f for f in llm_intent.files if Path(f).expanduser().exists()
                       or (f in request and Path(f).name not in names)]
-    count = llm_intent.count if llm_intent.count is not None and str(llm_intent.count) in request else base.count
     action = llm_intent.action
     # a weak model's "unknown"/"help" does not override a clear keyword match
     if action in ("unknown", "help") and base.action not in ("unknown", "help"):
         action = base.action
+    count = base.count
+    if action in ("make_tasks", "make_world") and llm_intent.count is not None \
+            and _says_number(request, llm_intent.count, base.files):
+        count = llm_intent.count
     return Intent(action=action, question=(llm_intent.question or request) if action == "answer_question" else None,
                   files=list(dict.fromkeys(base.files + grounded_files)), count=count,
                   difficulty=llm_intent.difficulty or base.difficulty, topic=llm_intent.topic or base.topic,
