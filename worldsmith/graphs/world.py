@@ -52,7 +52,7 @@ def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
         domain, note = state.get("domain"), None
         if not domain and state.get("topic"):
             domain, note = _domain_for_topic(state["topic"])
-            emit({"type": "world", "step": "topic", "text": note})
+            emit({"type": "world", "step": "topic", "text": note.removeprefix("topic ")})
         domain = domain or domains[int(np.random.default_rng(state.get("seed", 0)).integers(len(domains)))]
         if domain not in domains:
             raise ValueError(f"unknown domain {domain!r}; choose one of: {', '.join(domains)}")

@@ -58,7 +58,7 @@ async def write_world_tasks(rt: GraphRuntime, world_dir: Path, tasks_dir: Path, 
     contract = await asyncio.to_thread(load_contract, world_dir)
     focus = topic_variables(contract, topic) if topic else []
     if topic:
-        note({"type": "world", "step": "topic", "text": f"topic {topic!r} → target variables: "
+        note({"type": "world", "step": "topic", "text": f"{topic!r} → target variables: "
                             + (", ".join(focus) if focus else "none match; sampling the whole DAG")})
     specs = await asyncio.to_thread(sample_specs, world_dir, max_tasks=max_tasks, seed=seed, focus=focus)
     ledger = await asyncio.to_thread(load_ledger, world_dir)
