@@ -57,17 +57,18 @@ async def evaluate_path(rt: Any, path: Path, *, samples: int | None = None, limi
     model = settings.llm.for_role("agent").model
     progress = Progress(TextColumn("[bold]eval[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, disable=not show_progress or not console.is_terminal)
+    bar = progress.add_task("eval", total=len(tasks) * samples)
     started = time.monotonic()
 
-    def log_line(done: int, total: int) -> None:  # a log file or a pipe gets a line per trajectory, not a bar
-        console.print(f"eval {done}/{total} trajectories, {(time.monotonic() - started) / 60:.1f} min", highlight=False)
+    def on_progress(done: int, total: int) -> None:
+        if show_progress and not console.is_terminal:  # a log file or a pipe gets a line per trajectory, not a bar
+            console.print(f"eval {done}/{total} trajectories, {(time.monotonic() - started) / 60:.1f} min",
+                          highlight=False)
+        progress.update(bar, completed=done, total=total)
 
     with progress:
-        bar = progress.add_task("eval", total=len(tasks) * samples)
         report = await evaluate(tasks, solver, samples=samples, run_dir=run, concurrency=settings.eval.concurrency,
-                                llm=rt.llm, model=model,
-                                progress=lambda done, total: progress.update(bar, completed=done, total=total)
-                                if console.is_terminal or not show_progress else log_line(done, total))
+                                llm=rt.llm, model=model, progress=on_progress)
     await rt.sessions.close_all()
     o = report.overall
     run.finish(status="ok", pass_at_1=o.pass_at_1, n_tasks=o.n_tasks)

@@ -41,7 +41,8 @@ def new(out: Annotated[Path, typer.Argument(help="Folder to create the world in.
     if contract not in ("template", "llm"):
         fail("--contract must be 'template' or 'llm'", code=EXIT_USAGE)
     settings = STATE.settings()
-    state = {"domain": domain, "topic": topic, "seed": settings.world.seed if seed is None else seed, "rows": rows or settings.world.rows,
+    state = {"domain": domain, "topic": topic, "seed": settings.world.seed if seed is None else seed,
+             "rows": rows or settings.world.rows,
              "out_dir": str(out.resolve()), "contract_source": contract, "make_tasks": tasks, "max_tasks": max_tasks,
              "tasks_dir": str(out.resolve() / "tasks"), "use_llm": True}
 
