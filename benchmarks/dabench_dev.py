@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import time
 from collections import Counter
@@ -25,14 +24,11 @@ from pathlib import Path
 
 from worldsmith.commands.evaluate import evaluate_path
 from worldsmith.core.config import load_settings
+from worldsmith.core.schemas import Trajectory
 from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.training.evaluate import primary_grade
 
 DABENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "dabench-dev"
-
-
-def _passed(traj: dict) -> bool:
-    grade = next((g for g in reversed(traj["grades"]) if g["grader"] in ("closed_form", "rubric")), None)
-    return bool(grade and grade["passed"])
 
 
 def main() -> None:
@@ -54,9 +50,9 @@ def main() -> None:
                                        show_progress=True))
     wall = time.monotonic() - t0
     run = Path(result["run_dir"])
-    trajs = [json.loads(p.read_text()) for p in (run / "trajectories").rglob("*.json")]
-    times = [t["time_s"] for t in trajs]
-    right_turns = Counter(len(t["steps"]) for t in trajs if _passed(t))
+    trajs = [Trajectory.model_validate_json(p.read_text()) for p in (run / "trajectories").rglob("*.json")]
+    times = [t.time_s for t in trajs]
+    right_turns = Counter(len(t.steps) for t in trajs if (g := primary_grade(t)) is not None and g.passed)
     o = result["overall"]
     print(f"workload: {o['n_tasks']} DABench dev questions × {o['samples']} sample(s), model {args.model}, "
           f"{settings.analyst.max_turns} turns max")

@@ -27,7 +27,7 @@ from worldsmith.training.graders import agrade_response
 from worldsmith.training.judge import StructuredLLM
 from worldsmith.training.metrics import EvalReport, SampleResult, TaskResult, build_report, render_report_md
 
-__all__ = ["EvalReport", "SampleResult", "TaskResult", "evaluate", "render_report_md", "SolveFn", "ProgressFn"]
+__all__ = ["EvalReport", "SampleResult", "TaskResult", "evaluate", "primary_grade", "render_report_md", "SolveFn", "ProgressFn"]
 
 SolveFn = Callable[[Task, int], Awaitable[Trajectory]]
 ProgressFn = Callable[[int, int], Any]
@@ -56,7 +56,8 @@ def _sub_correct(task: Task, grade: Grade) -> tuple[int, int]:
     return int(grade.passed), 1
 
 
-def _primary_grade(traj: Trajectory) -> Grade | None:
+def primary_grade(traj: Trajectory) -> Grade | None:
+    """The grade that scores a trajectory: the last closed-form or rubric grade (others are diagnostics)."""
     for g in reversed(traj.grades):
         if g.grader in ("closed_form", "rubric"):
             return g
@@ -108,7 +109,7 @@ async def _resume_pair(task: Task, sample: int, run_dir: RunDir, strict: bool | 
                        llm: StructuredLLM | None) -> SampleResult:
     path = trajectory_path(run_dir, task.id, sample)
     traj = read_model(path, Trajectory)
-    grade = _primary_grade(traj)
+    grade = primary_grade(traj)
     if grade is None:  # saved before grading finished: grade now and save again
         grade = await _grade(task, traj, strict, llm)
         traj.grades = [*traj.grades, grade]

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from worldsmith.core.world_contract import WorldContract
+from worldsmith.core.world_contract import Domain, WorldContract
 
 STOPWORDS = frozenset(
     "a an and about are as at be by data dataset do does for from how in into is it its of on or over per set "
@@ -61,22 +61,26 @@ def _hits(terms: Iterable[str], vocab: Iterable[str]) -> list[str]:
     return [t for t in terms if any(_close(t, v) for v in vocab)]
 
 
+def _variable_hits(contract: WorldContract, terms: list[str]) -> dict[str, list[str]]:
+    """Topic words each variable's name or description matches (variables with none left out)."""
+    hits = {v.name: _hits(terms, words(v.name) + words(v.description)) for v in contract.variables}
+    return {name: h for name, h in hits.items() if h}
+
+
+def _ranked(hits: dict[str, list[str]]) -> list[str]:
+    return sorted(hits, key=lambda name: (-len(hits[name]), name))
+
+
 def topic_variables(contract: WorldContract, topic: str) -> list[str]:
     """Variables whose name or description mentions the topic, best first (most topic words matched)."""
-    terms = topic_terms(topic)
-    scored = []
-    for v in contract.variables:
-        hits = _hits(terms, words(v.name) + words(v.description))
-        if hits:
-            scored.append((-len(hits), v.name))
-    return [name for _, name in sorted(scored)]
+    return _ranked(_variable_hits(contract, topic_terms(topic)))
 
 
 def score_contract(contract: WorldContract, topic: str) -> TopicMatch:
     terms = topic_terms(topic)
-    variables = topic_variables(contract, topic)
-    var_terms = _hits(terms, [w for v in contract.variables if v.name in variables
-                              for w in words(v.name) + words(v.description)])
+    hits = _variable_hits(contract, terms)
+    variables = _ranked(hits)
+    var_terms = [t for t in terms if any(t in h for h in hits.values())]
     general = words(" ".join([contract.domain.value, contract.title, contract.description,
                               *(e.name + " " + e.description for e in contract.entities)]))
     general_terms = _hits(terms, general)
@@ -87,7 +91,7 @@ def score_contract(contract: WorldContract, topic: str) -> TopicMatch:
 
 def match_topic(topic: str) -> list[TopicMatch]:
     """Templates that match the topic at all, best first (ties broken by domain name, so the choice is stable)."""
-    from .templates import load_template, list_templates
+    from .templates import load_template
 
-    matches = [score_contract(load_template(t.domain), topic) for t in list_templates()]
+    matches = [score_contract(load_template(d.value), topic) for d in Domain]
     return sorted((m for m in matches if m.score > 0), key=lambda m: (-m.score, m.domain))
