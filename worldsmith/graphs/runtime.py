@@ -89,3 +89,21 @@ class GraphRuntime:
 
             llm = LLM.from_settings(settings)
         return cls(settings=settings, llm=llm, sessions=SandboxSessions(settings))
+
+
+_DEFAULT: GraphRuntime | None = None
+
+
+def context(runtime: Any) -> GraphRuntime:
+    """The GraphRuntime of a running graph (LangGraph's ``Runtime.context``, passed as ``context=rt`` when the graph
+    is invoked). A graph served by ``langgraph dev`` gets no Python context from its client, so it falls back to one
+    process-wide runtime built from the settings (the LLM and sandboxes are then shared by that server's threads)."""
+    global _DEFAULT
+    ctx = getattr(runtime, "context", None)
+    if isinstance(ctx, GraphRuntime):
+        return ctx
+    if _DEFAULT is None:
+        from worldsmith.core.config import load_settings
+
+        _DEFAULT = GraphRuntime.from_settings(load_settings())
+    return _DEFAULT

@@ -71,6 +71,13 @@ class _Call:
     key: str | None
 
 
+def _request_record(req: ProviderRequest) -> dict[str, Any]:
+    """What a trajectory records of a request: the messages as the provider got them and the sampling used."""
+    return {"request_messages": [dict(m) for m in req.messages],
+            "sampling": {"max_tokens": req.max_tokens, "temperature": req.temperature, "top_p": req.top_p,
+                         "seed": req.seed, "stop": list(req.stop)}}
+
+
 class LLM:
     """Entry point of the LLM layer. Thread-safe; one instance can serve sync and async callers."""
 
@@ -194,7 +201,7 @@ class LLM:
             return None
         try:
             c = Completion.model_validate({**hit, "cached": True, "role": call.role,
-                                           "latency_s": time.perf_counter() - t0})
+                                           "latency_s": time.perf_counter() - t0, **_request_record(call.request)})
         except ValueError:
             return None
         self._usage.record_call(call.role, cached=True, prompt_tokens=c.usage.prompt_tokens,
@@ -205,7 +212,7 @@ class LLM:
         c = Completion(text=raw.text, finish_reason=raw.finish_reason,
                        usage=TokenUsage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens),
                        latency_s=time.perf_counter() - t0, model=raw.model or call.cfg.model,
-                       provider=call.cfg.provider, role=call.role)
+                       provider=call.cfg.provider, role=call.role, **_request_record(call.request))
         if write:
             self._write_cache(call, c)
         self._usage.record_call(call.role, cached=False, prompt_tokens=raw.prompt_tokens,
@@ -214,7 +221,7 @@ class LLM:
 
     def _write_cache(self, call: _Call, c: Completion) -> None:
         if call.key is not None and self.cache is not None:
-            self.cache.put(call.key, c.model_dump(exclude={"cached", "role", "latency_s"}))
+            self.cache.put(call.key, c.model_dump(exclude={"cached", "role", "latency_s", "request_messages", "sampling"}))
 
     def _on_retry(self, role: str):  # type: ignore[no-untyped-def]
         return lambda attempt, exc, wait: self._usage.add(role, "retries")

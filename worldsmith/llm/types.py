@@ -66,6 +66,10 @@ class Completion(BaseModel):
     provider: str = ""
     role: str = ""
     cached: bool = Field(False, description="True when the answer came from the on-disk cache.")
+    request_messages: list[dict[str, str]] = Field(
+        default_factory=list, description="The messages exactly as the provider received them (training record).")
+    sampling: dict[str, Any] = Field(
+        default_factory=dict, description="Effective sampling parameters: max_tokens, temperature, top_p, seed, stop.")
 
 
 @dataclass
