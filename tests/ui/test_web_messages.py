@@ -39,11 +39,24 @@ def test_backticks_in_code_cannot_close_the_fence() -> None:
     assert code in text
 
 
-def test_plot_becomes_a_file_message_and_other_files_a_note() -> None:
-    msg = event_to_message({"type": "plot", "path": "/runs/web/workspaces/abc/fig_1.png"})
-    path = "/runs/web/workspaces/abc/fig_1.png"
-    assert msg == {"role": "assistant", "content": {"path": path, "alt_text": "fig_1.png"}}
+def test_plot_becomes_a_file_message_and_other_files_a_note(tmp_path) -> None:
+    fig = tmp_path / "fig_1.png"
+    fig.write_bytes(b"\x89PNG")
+    msg = event_to_message({"type": "plot", "path": str(fig)})
+    assert msg == {"role": "assistant", "content": {"path": str(fig), "alt_text": "fig_1.png"}}
     assert "report.csv" in content({"type": "plot", "path": "/w/report.csv"})
+
+
+def test_a_planted_link_or_missing_file_is_never_served(tmp_path) -> None:
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"host data")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "plot.png").symlink_to(secret)
+    (ws / "d").symlink_to(tmp_path)
+    for path in (ws / "plot.png", ws / "d" / "secret.png", ws / "gone.png", "relative.png"):
+        text = content({"type": "plot", "path": str(path)})
+        assert isinstance(text, str) and text.startswith("File written:")  # a note, never a served file
 
 
 def test_answer_has_the_heading_and_keeps_markdown_tables() -> None:

@@ -43,6 +43,16 @@ def error_message(text: str) -> ChatMessage:
     return {"role": "assistant", "content": f"**⚠ Error** — {text}"}
 
 
+def servable(path: str) -> bool:
+    """Only a regular file reached without any symbolic link may be shown (a cell can plant `plot.png -> /etc/…`;
+    the UI must never hand the link's target to the browser)."""
+    p = Path(path)
+    try:
+        return p.is_absolute() and p.resolve(strict=True) == p and p.is_file()
+    except OSError:
+        return False
+
+
 def event_to_message(event: dict[str, Any]) -> ChatMessage | None:
     """One analyst stream event as one chat message; None for events that only update the status line."""
     kind = event.get("type")
@@ -57,7 +67,7 @@ def event_to_message(event: dict[str, Any]) -> ChatMessage | None:
         return {"role": "assistant", "content": f"{head}\n\n" + fence(body, "text")}
     if kind == "plot":
         path = str(event.get("path", ""))
-        if not path.lower().endswith(IMAGE_SUFFIXES):
+        if not path.lower().endswith(IMAGE_SUFFIXES) or not servable(path):
             return {"role": "assistant", "content": f"File written: `{Path(path).name}`"}
         return {"role": "assistant", "content": {"path": path, "alt_text": Path(path).name}}
     if kind == "feedback":

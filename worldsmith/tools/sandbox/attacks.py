@@ -280,3 +280,40 @@ async def attack_prompt_injection(ctx: Ctx) -> tuple[bool, str]:
     r = await _sb(ctx).run("import csv\nrows = list(csv.reader(open('data/notes.csv')))\nprint(rows[1][1])")
     plain = INJECTION in r.stdout and r.ok and not r.files_changed and ctx.token not in ctx.out(r)
     return plain, f"returned as data: {INJECTION in r.stdout}; files changed: {r.files_changed}"
+
+
+@attack
+async def attack_disk_fill(ctx: Ctx) -> tuple[bool, str]:
+    """Many files, each under the per-file cap, must not fill the disk: the workspace total is capped too."""
+    ws = _sb(ctx).workspace
+    budget = ctx.config.max_workspace_mb * 1024 * 1024
+    chunk_mb = max(1, min(ctx.config.max_file_size_mb, ctx.config.max_workspace_mb) // 2)
+    r = await _sb(ctx).run(f"import os\nos.makedirs('fill', exist_ok=True)\nchunk = b'0' * ({chunk_mb} << 20)\n"
+                           "for i in range(10_000):\n    with open(f'fill/{i}.bin', 'wb') as fh:\n"
+                           "        fh.write(chunk)", timeout=60)
+    used = sum(f.stat().st_size for f in (ws / "fill").iterdir()) if ws and (ws / "fill").is_dir() else 0
+    alive = (await _sb(ctx).run("print('alive')")).stdout.strip() == "alive"
+    return (not r.ok and used <= budget and alive), f"workspace left at {used} bytes (budget {budget}); " \
+        f"error={r.error.type if r.error else None}; session usable afterwards: {alive}"
+
+
+@attack
+async def attack_thread_exhaustion(ctx: Ctx) -> tuple[bool, str]:
+    """A cell that parks threads up to the process limit must not leave a session that can start nothing."""
+    r = await _sb(ctx).run("import threading, time\nstop = threading.Event()\nn = 0\nwhile True:\n    try:\n"
+                           "        threading.Thread(target=stop.wait, daemon=True).start()\n        n += 1\n"
+                           "    except RuntimeError:\n        break\nprint('started', n)", timeout=20)
+    after = await _sb(ctx).run("import threading\nt = threading.Thread(target=lambda: None)\nt.start()\nt.join()\n"
+                               "print('thread ok')")
+    ok = after.ok and "thread ok" in after.stdout
+    return ok and r.restarted, f"exhausting cell restarted the session: {r.restarted}; a later thread starts: {ok}"
+
+
+@attack
+async def attack_symlink_plot(ctx: Ctx) -> tuple[bool, str]:
+    """A link planted as a 'plot' must never be reported as a written file (the UI serves what is reported)."""
+    secret = ctx.outside / "secret.txt"
+    r = await _sb(ctx).run(f"import os\nos.symlink({str(secret)!r}, 'plot.png')\nos.symlink('/etc', 'figs')")
+    listed = await _sb(ctx).list_files()
+    leaked = [p for p in (*r.files_changed, *listed) if p in ("plot.png", "figs") or p.startswith("figs/")]
+    return not leaked, f"reported or listed links: {leaked}"

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import psutil
 
@@ -135,20 +135,30 @@ class WorkerProcess:
                 async with asyncio.timeout(2):
                     await self.proc.wait()
 
+    def _sigkill(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is not None:
+            return
+        if self.spec.kill_tree:
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process(proc.pid).children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        child.kill()
+        # the worker leads its own process group (start_new_session). No proc.kill() after this:
+        # Popen.send_signal() polls first and would reap the child behind asyncio's child watcher.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def abort(self) -> None:
+        """SIGKILL the worker's tree now, from outside a pending request: that request then fails with
+        WorkerDied, and the owner recovers as after any crash (call kill() to reap)."""
+        if self.proc is not None:
+            self._sigkill(self.proc)
+
     async def kill(self) -> None:
         """Kill the worker and everything it started; wait for it; run cleanups."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            if proc.returncode is None:
-                if self.spec.kill_tree:
-                    with contextlib.suppress(psutil.Error):
-                        for child in psutil.Process(proc.pid).children(recursive=True):
-                            with contextlib.suppress(psutil.Error):
-                                child.kill()
-                # the worker leads its own process group (start_new_session). No proc.kill() after this:
-                # Popen.send_signal() polls first and would reap the child behind asyncio's child watcher.
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+            self._sigkill(proc)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(5):
                     await proc.wait()
@@ -165,17 +175,26 @@ class WorkerProcess:
             fn()
         self.spec.cleanup = []
 
-    def tree_rss(self) -> int:
-        """Resident memory of the worker process tree (bytes)."""
+    def _tree(self) -> list[psutil.Process]:
         if self.proc is None:
-            return 0
+            return []
         try:
             root = psutil.Process(self.proc.pid)
-            procs = [root, *root.children(recursive=True)]
+            return [root, *root.children(recursive=True)]
         except psutil.Error:
-            return 0
+            return []
+
+    def _tree_sum(self, measure: Callable[[psutil.Process], int]) -> int:
         total = 0
-        for p in procs:
+        for p in self._tree():
             with contextlib.suppress(psutil.Error):
-                total += p.memory_info().rss
+                total += measure(p)
         return total
+
+    def tree_tasks(self) -> int:
+        """Threads of every process in the worker's tree (what RLIMIT_NPROC counts)."""
+        return self._tree_sum(lambda p: p.num_threads())
+
+    def tree_rss(self) -> int:
+        """Resident memory of the worker process tree (bytes)."""
+        return self._tree_sum(lambda p: p.memory_info().rss)

@@ -43,6 +43,11 @@ class SandboxConfig(BaseModel):
                                "(RLIMIT_NPROC, counted per session: see bwrap.py) (count)")
     max_open_files: int = Field(256, ge=32, description="open file descriptors per process (RLIMIT_NOFILE) (count)")
     max_file_size_mb: int = Field(512, ge=1, description="largest file a cell may write (RLIMIT_FSIZE) (MiB)")
+    max_workspace_mb: int = Field(2048, ge=1, description="total size of the files in a session's workspace (inputs "
+                                  "excluded); a cell that grows it past this is stopped and the files it wrote are "
+                                  "removed (MiB)")
+    disk_poll_s: float = Field(0.25, gt=0, description="how often a running cell's workspace size is checked "
+                               "against max_workspace_mb (seconds)")
     tmp_size_mb: int = Field(256, ge=8, description="size of the private in-memory /tmp of a local session (MiB)")
     max_output_chars: int = Field(20_000, ge=200, description="stdout and stderr kept per cell, each; longer output "
                                   "keeps its head and tail around a '... [truncated N chars] ...' marker (chars)")

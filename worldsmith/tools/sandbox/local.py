@@ -20,7 +20,7 @@ from worldsmith.tools.sandbox.client import WorkerDied, WorkerProcess, WorkerTim
 from worldsmith.tools.sandbox.config import Mode, SandboxConfig
 from worldsmith.tools.sandbox.launch import Launcher
 from worldsmith.tools.sandbox.workspace import (changed, link_inputs, list_regular, read_beneath, scan, split_rel,
-                                                unlink_inputs, write_beneath)
+                                                total_bytes, unlink_beneath, unlink_inputs, write_beneath)
 
 
 class WorkerSandbox(Sandbox):
@@ -137,12 +137,32 @@ class WorkerSandbox(Sandbox):
 
     # ---- cells -----------------------------------------------------------------------------------------
     def _scan(self) -> dict[str, tuple[int, int]]:
+        """Regular files of the workspace (links and other special files are never reported or served)."""
         assert self._workspace is not None
-        return scan(self._workspace, frozenset(self._links), self.config.max_scan_entries, self.launcher.owner())
+        return scan(self._workspace, frozenset(self._links), self.config.max_scan_entries, self.launcher.owner(),
+                    regular_only=True)
+
+    def _budget_bytes(self) -> int:
+        return self.config.max_workspace_mb * 1024 * 1024
+
+    async def _watch_disk(self, worker: WorkerProcess, over: list[int]) -> None:
+        """Kill the running cell once the workspace outgrows its budget (RLIMIT_FSIZE caps each file; this caps
+        their sum). The overshoot is bounded by what one cell writes in `disk_poll_s`."""
+        assert self._workspace is not None
+        while True:
+            await asyncio.sleep(self.config.disk_poll_s)
+            used = total_bytes(await asyncio.to_thread(scan, self._workspace, frozenset(self._links),
+                                                       self.config.max_scan_entries, None, True))
+            if used > self._budget_bytes():
+                over.append(used)
+                worker.abort()
+                return
 
     async def _exec(self, code: str, timeout: float, silent: bool, scan: bool = True) -> ExecResult:
         worker = self._worker if self._worker is not None and self._worker.alive else await self._spawn()
         before = self._scan() if scan else {}
+        over: list[int] = []
+        watch = asyncio.create_task(self._watch_disk(worker, over)) if scan else None
         start = time.perf_counter()
         try:
             reply = await worker.request({"op": "exec", "code": code, "timeout": timeout, "silent": silent},
@@ -158,9 +178,51 @@ class WorkerSandbox(Sandbox):
             await self._recover()
         else:
             result = _parse_reply(reply)
+        finally:
+            if watch is not None:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
         if scan:
-            result.files_changed = changed(before, self._scan())
+            after = self._scan()
+            result.files_changed = changed(before, after)
+            if over or total_bytes(after) > self._budget_bytes():
+                result = await self._over_budget(result, before, after, over)
+        if self._worker is not None and self._worker.alive and self._exhausted(self._worker):
+            result = await self._restart_exhausted(result)
         return result
+
+    async def _over_budget(self, result: ExecResult, before: dict[str, tuple[int, int]],
+                           after: dict[str, tuple[int, int]], over: list[int]) -> ExecResult:
+        """The cell outgrew the workspace budget: remove the files it wrote, and say so."""
+        assert self._workspace is not None
+        written = changed(before, after)
+        for rel in written:
+            with contextlib.suppress(OSError, PathOutsideWorkspace):
+                unlink_beneath(self._workspace, rel)
+        used = over[0] if over else total_bytes(after)
+        if self._worker is None or not self._worker.alive:
+            await self._recover()
+        return result.model_copy(update={
+            "error": ExecError(type="DiskBudgetExceeded", message=(
+                f"the workspace grew to {used / 2**20:.0f} MiB, past its {self.config.max_workspace_mb} MiB budget "
+                f"(sandbox.max_workspace_mb); the {len(written)} file(s) this cell wrote were removed")),
+            "crashed": result.crashed, "restarted": result.restarted or bool(over), "files_changed": []})
+
+    def _exhausted(self, worker: WorkerProcess) -> bool:
+        """True when the session holds (nearly) all the tasks its process limit allows: every later cell would fail
+        to start a thread or a process, so the worker must be replaced."""
+        return worker.tree_tasks() >= self.config.max_processes - 2
+
+    async def _restart_exhausted(self, result: ExecResult) -> ExecResult:
+        await self._kill()
+        await self._spawn()
+        note = (f"the cell left {self.config.max_processes} threads/processes running (sandbox.max_processes), so "
+                "no new thread or process could start; the session was restarted and its variables are gone")
+        error = result.error or ExecError(type="ResourceExhausted", message=note)
+        if result.error is not None:
+            error = result.error.model_copy(update={"message": f"{result.error.message} ({note})"})
+        return result.model_copy(update={"error": error, "restarted": True})
 
     # ---- files -----------------------------------------------------------------------------------------
     def _ws(self) -> Path:
@@ -173,6 +235,10 @@ class WorkerSandbox(Sandbox):
         if split_rel(dest_rel)[0] in self._links:
             raise PathOutsideWorkspace(f"{dest_rel!r} is inside the read-only input {split_rel(dest_rel)[0]!r}")
         data = src if isinstance(src, bytes) else await asyncio.to_thread(Path(src).read_bytes)
+        used = total_bytes(await asyncio.to_thread(self._scan))
+        if used + len(data) > self._budget_bytes():
+            raise ValueError(f"uploading {dest_rel!r} ({len(data)} bytes) would put the workspace past its "
+                             f"{self.config.max_workspace_mb} MiB budget (sandbox.max_workspace_mb)")
         await asyncio.to_thread(write_beneath, root, dest_rel, data, self.launcher.owner())
 
     async def download(self, rel: str) -> bytes:

@@ -68,7 +68,8 @@ async def selftest_async(config: SandboxConfig, names: list[str] | None = None) 
     if config.backend == "process":
         raise ValueError("the 'process' backend does not isolate; the self-test would attack this host itself")
     cfg = config.model_copy(update={"precheck": False, "mode": "persistent", "timeout_s": 10.0,
-                                    "max_file_size_mb": min(config.max_file_size_mb, 64)})
+                                    "max_file_size_mb": min(config.max_file_size_mb, 64),
+                                    "max_workspace_mb": min(config.max_workspace_mb, 96)})
     unknown = set(names or []) - set(ATTACKS)
     if unknown:
         raise ValueError(f"unknown attack(s) {sorted(unknown)}; known: {sorted(ATTACKS)}")

@@ -147,6 +147,22 @@ def _scan_dir(dfd: int, prefix: str, skip_top: frozenset[str], limit: int, owner
                 snap[prefix + entry.name] = (st.st_mtime_ns, st.st_size)
 
 
+def unlink_beneath(root: Path, rel: str) -> None:
+    """Remove the file (or link) `rel` below `root` without following any link on the way."""
+    parts = split_rel(rel)
+    dfd = _open_dir_chain(root, parts[:-1], create=False)
+    try:
+        os.unlink(parts[-1], dir_fd=dfd)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def total_bytes(snap: Snapshot) -> int:
+    return sum(size for _, size in snap.values())
+
+
 def changed(before: Snapshot, after: Snapshot) -> list[str]:
     return sorted(rel for rel, sig in after.items() if before.get(rel) != sig)
 
