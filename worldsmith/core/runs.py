@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from worldsmith.core.store import StepLedger, append_jsonl, atomic_write_text, read_jsonl
+from worldsmith.core.store import StepLedger, append_jsonl, atomic_write_text, read_jsonl, remove_stale_temps
 
 
 class RunDir:
@@ -47,7 +47,8 @@ class RunDir:
         if not (path / "events.jsonl").exists():
             raise FileNotFoundError(f"{path}: not a run directory (no events.jsonl)")
         run = cls(path)
-        run.event("run_resumed", pid=os.getpid())
+        stale = remove_stale_temps(path)  # a killed run's half-written files; their work is redone on resume
+        run.event("run_resumed", pid=os.getpid(), stale_temps_removed=len(stale))
         return run
 
     def event(self, kind: str, /, **data: Any) -> None:  # positional-only: data may carry its own "kind"

@@ -6,6 +6,7 @@ A killed process leaves either the old file or the new one, never half of one.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -27,18 +28,65 @@ class ArtifactError(RuntimeError):
     """An artifact on disk is missing, corrupt or does not match its contract."""
 
 
+def _read_umask() -> int:
+    """The process umask, read without changing it (os.umask() would race with other threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+_UMASK = _read_umask()
+
+
+def public_mode(path: str | os.PathLike[str], *, directory: bool = False) -> None:
+    """Give a file or folder made by mkstemp/mkdtemp (0600/0700) the mode the user's umask asks for, so a run
+    folder can be shared like anything else the user creates."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_UMASK)
+
+
 @contextmanager
 def _atomic_target(path: Path) -> Iterator[Path]:
     """A temp file beside `path` for the caller to fill; renamed onto `path` on success, removed on failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
+    public_mode(tmp)
     try:
         yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_stale_temps(parent: str | os.PathLike[str], name: str | None = None) -> list[Path]:
+    """Delete what a killed writer left beside its target: `.NAME.*.tmp` files or folders (this module's and the
+    package writer's) and `.NAME.tmp-*` folders (world building). Call it where one process owns `parent` (a run
+    being resumed, an output folder being rebuilt); NAME None sweeps every target's leftovers below `parent`."""
+    root = Path(parent)
+    if not root.is_dir():
+        return []
+    if name is None:
+        found = []  # os.walk never follows links: a run folder may hold a sandbox workspace with planted ones
+        for folder, dirs, files in os.walk(root):
+            for entry in (*dirs, *files):
+                if entry.startswith(".") and (entry.endswith(".tmp") or ".tmp-" in entry):
+                    found.append(Path(folder) / entry)
+            dirs[:] = [d for d in dirs if not (d.startswith(".") and (d.endswith(".tmp") or ".tmp-" in d))]
+    else:
+        found = [*root.glob(f".{glob.escape(name)}.*.tmp"), *root.glob(f".{glob.escape(name)}.tmp-*")]
+    removed = []
+    for p in found:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -137,10 +185,33 @@ def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any] | BaseMode
 
 
 def _append(path: Path, data: bytes) -> None:
-    with open(path, "ab") as fh:
+    with open(path, "a+b") as fh:
+        _drop_torn_tail(fh)
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def _drop_torn_tail(fh: Any) -> None:
+    """A writer killed mid-line leaves a last line without its newline; appending after it would glue the next
+    record onto the fragment and poison every later read. Cut the file back to its last complete line."""
+    end = fh.seek(0, os.SEEK_END)
+    if end == 0:
+        return
+    fh.seek(end - 1)
+    if fh.read(1) == b"\n":
+        return
+    pos = end
+    while pos > 0:
+        start = max(0, pos - _CHUNK)
+        fh.seek(start)
+        chunk = fh.read(pos - start)
+        nl = chunk.rfind(b"\n")
+        if nl >= 0:
+            fh.truncate(start + nl + 1)
+            return
+        pos = start
+    fh.truncate(0)
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -31,8 +31,10 @@ from worldsmith.core.store import (
     atomic_write_text,
     hash_tree,
     iter_files,
+    public_mode,
     read_jsonl,
     read_model,
+    remove_stale_temps,
     write_jsonl,
 )
 
@@ -118,7 +120,9 @@ def write_task_package(task: Task, dest: str | os.PathLike[str], *, files_root: 
         if not overwrite:
             raise ArtifactError(f"{dest}: a different task package already exists (pass overwrite=True to replace it)")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(dest.parent, dest.name)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp"))
+    public_mode(tmp, directory=True)
     try:
         env = tmp / "environment"
         env.mkdir()

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from .artifacts import (AUDIT, CONTRACT, DATA, LEDGER, MANIFEST, PHENOMENA, TRUTH, Manifest, PhenomenonTruth,
                         file_hashes, render_statement, write_json)
+from worldsmith.core.store import public_mode, remove_stale_temps
 from worldsmith.core.world_contract import WorldContract
 from .dataroom import write_documents
 from .defects import LedgerEntry, Sabotage
@@ -92,7 +93,9 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
                 else "files that are not a complete world")
         raise FileExistsError(f"{out_dir} holds {what}; pass overwrite=True or choose another directory")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(out_dir.parent, out_dir.name)  # a killed `world new` of this folder left its temp behind
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    public_mode(tmp, directory=True)
     timings: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
