@@ -41,3 +41,35 @@ def test_task_writing_resumes_after_kill_9(world: Path, tmp_path: Path) -> None:
     ids = [e.id for e in TaskCollection(tmp_path / "t2").entries()]
     assert sorted(ids) == sorted(whole) and len(ids) == len(set(ids))
     assert sorted(p.name for p in (tmp_path / "t2" / "tasks").iterdir()) == sorted(whole)
+
+
+async def test_world_building_resumes_after_kill_9(scripted, tmp_path: Path) -> None:
+    from worldsmith.app.world import build_world_run, resume_world_run
+    from worldsmith.core.runs import RunDir
+    from worldsmith.core.store import hash_tree
+
+    runs, out = tmp_path / "runs", tmp_path / "w"
+    proc = subprocess.Popen([sys.executable, "-m", "worldsmith.cli", "--set", f"runs_dir={runs}", "world", "new",
+                             str(out), "--domain", "education", "--seed", "2", "--rows", "20000", "--json"],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    while not list(runs.glob("*/world/steps/03-write_contract.jsonl")):
+        assert proc.poll() is None, "the world build finished before it could be killed"
+        assert time.monotonic() - t0 < 120
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    [run_dir] = runs.iterdir()
+    assert not StepStorage(run_dir / "world").is_done(4, "build_world")  # killed before the engine finished
+
+    _, make_rt = scripted
+    _, final = await resume_world_run(make_rt(), run_dir)
+    _, again = await build_world_run(make_rt(), {"domain": "education", "seed": 2, "rows": 20000,
+                                                 "out_dir": str(tmp_path / "w2")})
+
+    assert final["world"]["world_id"] == again["world"]["world_id"] and final["provenance"] == again["provenance"]
+    assert hash_tree(out / "data")[0] == hash_tree(tmp_path / "w2" / "data")[0]  # same bytes as an unbroken build
+    assert [n for _, n in StepStorage(run_dir / "world").finished()] == [
+        "input", "pick_persona", "skeleton_from_template", "write_contract", "build_world"]
+    events = [e["event"] for e in RunDir(run_dir).events()]
+    assert events.count("run_resumed") == 1 and events[-1] == "run_finished"

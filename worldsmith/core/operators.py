@@ -110,11 +110,11 @@ class RowOperator(Operator):
             done[i] = [{**row, **{binding.outputs[n]: v for n, v in o.items() if n in binding.outputs}} for o in outs]
             storage.record_row(index, self.name, i, done[i])
 
-        await gather_limited([one(i, r) for i, r in enumerate(rows) if i not in done])
+        await gather_or_cancel([one(i, r) for i, r in enumerate(rows) if i not in done])
         return [r for i in range(len(rows)) for r in done[i]]
 
 
-async def gather_limited(coros: list[Awaitable[None]]) -> None:
+async def gather_or_cancel(coros: list[Awaitable[None]]) -> None:
     """Await all; the first failure cancels the rest (rows already recorded stay recorded)."""
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:

@@ -31,6 +31,7 @@ class StepStorage:
         (self.root / "steps").mkdir(parents=True, exist_ok=True)
         self.ledger = StepLedger(self.root / "steps.jsonl")
         self._on_event = on_event
+        self._verified: set[str] = set()  # steps whose file hash was checked once; only this object writes them
 
     # ------------------------------------------------------------------ progress
 
@@ -49,14 +50,19 @@ class StepStorage:
         return self.root / "steps" / f"{self._key(index, name)}.jsonl"
 
     def is_done(self, index: int, name: str) -> bool:
-        return self.ledger.done(self._key(index, name))
+        return self._done(self._key(index, name))
+
+    def _done(self, key: str) -> bool:
+        if key not in self._verified and self.ledger.done(key):
+            self._verified.add(key)
+        return key in self._verified
 
     def finished(self) -> list[tuple[int, str]]:
         """(index, operator name) of every finished step, in order."""
         out = []
         for key in self.ledger.keys():
             idx, _, name = key.partition("-")
-            if self.ledger.done(key):
+            if self._done(key):
                 out.append((int(idx), name))
         return sorted(set(out))
 
@@ -100,6 +106,7 @@ class StepStorage:
             raise ArtifactError(f"{self.root}: step {self._key(index, name)} is already finished")
         path = write_jsonl(self.step_path(index, name), _jsonable(rows))
         self.ledger.record(self._key(index, name), outputs=[path], rows=len(rows))
+        self._verified.add(self._key(index, name))
         (self.root / "rows" / f"{self._key(index, name)}.jsonl").unlink(missing_ok=True)
         self.emit({"type": "pipeline", "step": name, "index": index, "rows": len(rows)})
         return path
