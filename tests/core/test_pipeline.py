@@ -125,3 +125,15 @@ def test_export_to_a_hugging_face_dataset() -> None:
     ds = to_dataset(ROWS)
     assert ds.num_rows == 2 and set(ds.column_names) == set(ROWS[0])
     assert from_dataset(ds) == ROWS
+
+
+def test_a_row_with_undeclared_outputs_fails_loudly(tmp_path: Path) -> None:
+    class Sloppy(RowOperator):
+        name, category, description = "sloppy", "generate", "sloppy"
+        inputs, outputs = ("n",), ("m",)
+
+        async def process(self, v: dict[str, Any], storage: StepStorage) -> dict[str, Any]:
+            return {"m": 1, "extra": 2}
+
+    with pytest.raises(ValueError, match=r"sloppy: row 0 gave outputs \['extra', 'm'\], declared \['m'\]"):
+        Pipeline("sloppy").add(Sloppy()).run(StepStorage(tmp_path), [{"n": 1}])

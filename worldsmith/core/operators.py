@@ -107,7 +107,10 @@ class RowOperator(Operator):
             async with limit:
                 got = await self.process({n: row.get(c) for n, c in binding.inputs.items()}, storage)
             outs = [] if got is None else got if isinstance(got, list) else [got]
-            done[i] = [{**row, **{binding.outputs[n]: v for n, v in o.items() if n in binding.outputs}} for o in outs]
+            for o in outs:
+                if set(o) != set(binding.outputs):  # a later step's compile-time check relies on these columns
+                    raise ValueError(f"{self.name}: row {i} gave outputs {sorted(o)}, declared {sorted(binding.outputs)}")
+            done[i] = [{**row, **{binding.outputs[n]: v for n, v in o.items()}} for o in outs]
             storage.record_row(index, self.name, i, done[i])
 
         await gather_or_cancel([one(i, r) for i, r in enumerate(rows) if i not in done])
