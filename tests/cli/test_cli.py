@@ -98,11 +98,19 @@ def test_world_commands(scripted_env, tmp_path: Path) -> None:
     r = runner.invoke(app, ["world", "new", str(world), "--domain", "education", "--seed", "2", "--rows", "2000"])
     assert r.exit_code == 0, r.output
     assert (world / "WORLD.md").is_file() and (world / "REPORT.md").is_file()
+    [run] = (tmp_path / "runs").glob("*-world-*")  # `world new` leaves a run directory like every command
+    assert all((run / name).is_file() for name in ("config.json", "events.jsonl", "report.md", "request.json"))
     r = runner.invoke(app, ["world", "audit", str(world), "--json"])
     assert r.exit_code == 0 and json.loads(r.output)["edges"]
     r = runner.invoke(app, ["world", "tasks", str(world), "--no-llm", "--max-tasks", "2", "--json"])
     assert r.exit_code == 0, r.output
-    assert len(json.loads(r.output)["tasks"]) == 2
+    out = json.loads(r.output)
+    assert len(out["tasks"]) == 2
+    run = Path(out["run_dir"])  # like every command, `world tasks` leaves a run directory, and can resume it
+    assert all((run / name).is_file() for name in ("config.json", "events.jsonl", "report.md", "request.json"))
+    r = runner.invoke(app, ["world", "tasks", "--resume", str(run), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["tasks"] == out["tasks"]
     r = runner.invoke(app, ["world", "show", str(world)])
     assert r.exit_code == 0 and (world / "dag.png").stat().st_size > 1000
     assert runner.invoke(app, ["world", "audit", str(tmp_path)]).exit_code == 2

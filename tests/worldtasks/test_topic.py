@@ -48,13 +48,13 @@ async def test_world_graph_picks_the_domain_from_the_topic(scripted, tmp_path: P
     state = {"domain": None, "topic": "churn", "seed": 0, "rows": 1000, "out_dir": str(tmp_path / "w"),
              "make_tasks": False, "contract_source": "template"}
     events, final = [], {}
-    async for mode, chunk in build_world_graph(rt).astream(state, stream_mode=["custom", "values"]):
-        (events.append(chunk) if mode == "custom" else final.update(chunk))
+    async for mode, chunk in build_world_graph().astream(state, context=rt, stream_mode=["custom", "values"]):
+        (events.append(chunk) if mode == "custom" and chunk["type"] == "world" else final.update(chunk) if mode == "values" else None)
     assert final["domain"] == "customer_pricing"
     assert events[0]["step"] == "topic" and "churned" in events[0]["text"]
     assert "churn" in final["topic_note"]
 
     state = {**state, "topic": "zebra stripes", "out_dir": str(tmp_path / "w2")}
-    async for mode, chunk in build_world_graph(rt).astream(state, stream_mode=["values"]):
+    async for mode, chunk in build_world_graph().astream(state, context=rt, stream_mode=["values"]):
         final = chunk
     assert "matches no template" in final["topic_note"] and final["domain"]

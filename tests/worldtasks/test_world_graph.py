@@ -23,8 +23,8 @@ async def test_world_graph_writes_verified_tasks(scripted, tmp_path: Path) -> No
     state = {"domain": "customer_pricing", "seed": 3, "rows": 2000, "out_dir": str(out), "make_tasks": True,
              "use_llm": True, "max_tasks": 4, "tasks_dir": str(tmp_path / "tasks"), "contract_source": "template"}
     events, final = [], {}
-    async for mode, chunk in build_world_graph(rt).astream(state, stream_mode=["custom", "values"]):
-        (events.append(chunk) if mode == "custom" else final.update(chunk))
+    async for mode, chunk in build_world_graph().astream(state, context=rt, stream_mode=["custom", "values"]):
+        (events.append(chunk) if mode == "custom" and chunk["type"] == "world" else final.update(chunk) if mode == "values" else None)
     await rt.sessions.close_all()
     assert [e["step"] for e in events][:5] == ["persona", "skeleton", "contract", "engine", "audit"]
     prov = final["provenance"]

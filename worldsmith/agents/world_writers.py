@@ -13,7 +13,12 @@ from pydantic import BaseModel, Field, ValidationError
 from worldsmith.core.world_contract import WorldContract
 from worldsmith.evolution.worlds.tasks import TaskSpec, quantity_phrase
 from worldsmith.evolution.worlds.validate import validate_contract
-from worldsmith.prompts import load_prompt
+from worldsmith.prompts import load_prompt, load_sections
+
+
+def _msg(section: str, **fields: Any) -> str:
+    """A world-writer message from `prompts/world_messages.md`."""
+    return load_sections("world_messages.md")[section].format(**fields)
 
 
 @dataclass
@@ -55,15 +60,8 @@ def question_problems(text: str, spec: TaskSpec) -> list[str]:
 
 
 def template_request(spec: TaskSpec, persona: Any) -> str:
-    thing = spec.target.replace("_", " ")
-    who = f"I'm {persona.name}, {persona.role} at {persona.organisation}."
-    if spec.kind == "cause":
-        ask = (f"We keep debating what actually drives {thing}. Using the files in the data room, tell me which "
-               f"factors really move {thing}, in which direction and by how much, and which ones only look related.")
-    else:
-        ask = (f"Before we change anything about {thing}, I need to know what else it affects downstream. Using the "
-               f"files in the data room, tell me what changes when {thing} changes, and by how much.")
-    return f"{who} {ask} This feeds into our goal: {persona.goal}."
+    return _msg(f"request {spec.kind}", name=persona.name, role=persona.role, organisation=persona.organisation,
+                thing=spec.target.replace("_", " "), goal=persona.goal)
 
 
 async def write_request(llm: Any | None, spec: TaskSpec, persona: Any, files: list[str], *, model: str,
@@ -73,12 +71,12 @@ async def write_request(llm: Any | None, spec: TaskSpec, persona: Any, files: li
         return Produced(template_request(spec, persona), "template:request")
     from worldsmith.llm.errors import LLMError
 
-    task = ("Find what drives" if spec.kind == "cause" else "Find what is affected by") + f" '{spec.target}'"
+    analysis = _msg(f"question analysis {spec.kind}", target=spec.target)
     messages: list[dict[str, str]] = [
         {"role": "system", "content": load_prompt("world_question.md")},
-        {"role": "user", "content": f"Stakeholder: {persona.name}, {persona.role} at {persona.organisation}. "
-                                    f"Goal: {persona.goal}\nAnalysis needed: {task}"
-                                    f" ({spec.target_description or spec.target}).\nData room files: {', '.join(files)}"}]
+        {"role": "user", "content": _msg("question user", name=persona.name, role=persona.role,
+                                         organisation=persona.organisation, goal=persona.goal, analysis=analysis,
+                                         about=spec.target_description or spec.target, files=", ".join(files))}]
     errors: list[str] = []
     for attempt in range(retries + 1):
         try:
@@ -91,7 +89,7 @@ async def write_request(llm: Any | None, spec: TaskSpec, persona: Any, files: li
             return Produced(draft.request.strip(), f"llm:{model}", attempt + 1, errors)
         errors.extend(problems)
         messages += [{"role": "assistant", "content": draft.model_dump_json()},
-                     {"role": "user", "content": "Rewrite it: " + "; ".join(problems)}]
+                     {"role": "user", "content": _msg("question retry", problems="; ".join(problems))}]
     return Produced(template_request(spec, persona), "template:request", retries + 1, errors)
 
 
@@ -99,11 +97,8 @@ def deliverable_block(spec: TaskSpec, contract: WorldContract, pid: str | None) 
     """The exact deliverable instructions appended to every request (closed form: one @name[value])."""
     if pid is not None:
         statement = quantity_phrase(contract.phenomenon(pid).statement)
-        return (f"\n\nIn particular, compute X in this statement: \"{statement}\"\n"
-                f"End your answer with @{pid}[X], where X is a plain number (no units, no % sign).")
-    return ("\n\nWrite a short Markdown report with: the numbers you computed (and how), the factors you found "
-            "with the direction of their effect, the data problems you had to fix, and any association that "
-            "should not be read as causal.")
+        return "\n\n" + _msg("deliverable closed form", statement=statement, pid=pid)
+    return "\n\n" + _msg("deliverable report")
 
 
 async def write_contract(llm: Any | None, template: WorldContract, persona: Any, *, model: str,
@@ -115,8 +110,8 @@ async def write_contract(llm: Any | None, template: WorldContract, persona: Any,
 
     messages: list[dict[str, str]] = [
         {"role": "system", "content": load_prompt("world_contract.md")},
-        {"role": "user", "content": f"Persona: {persona.model_dump_json()}\nExample contract to adapt:\n"
-                                    f"{json.dumps(template.model_dump(mode='json'), separators=(',', ':'))}"}]
+        {"role": "user", "content": _msg("contract user", persona=persona.model_dump_json(), contract=json.dumps(
+            template.model_dump(mode="json"), separators=(",", ":")))}]
     errors: list[str] = []
     for attempt in range(retries + 1):
         try:
@@ -132,6 +127,5 @@ async def write_contract(llm: Any | None, template: WorldContract, persona: Any,
             return Produced(draft, f"llm:{model}", attempt + 1, errors)
         errors.extend(problems)
         messages += [{"role": "assistant", "content": reply},
-                     {"role": "user", "content": "The contract has problems; fix all of them and answer with the "
-                                                 "whole corrected contract:\n- " + "\n- ".join(problems)}]
+                     {"role": "user", "content": _msg("contract retry", problems="\n- ".join(problems))}]
     return Produced(template, f"template:{template.id}", retries + 1, errors)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -24,48 +25,44 @@ def _render(event: dict) -> None:
 
 
 @app.command("new")
-def new(out: Annotated[Path, typer.Argument(help="Folder to create the world in.")],
+def new(out: Annotated[Optional[Path], typer.Argument(help="Folder to create the world in.")] = None,
         domain: Annotated[Optional[str], typer.Option(help="One of the 16 domains (default: by --topic, else by seed).")] = None,
         topic: Annotated[Optional[str], typer.Option(help="What the world and its tasks are about, e.g. 'churn'.")] = None,
         seed: Annotated[Optional[int], typer.Option(help="Seed: same contract + seed → byte-identical files.")] = None,
         rows: Annotated[Optional[int], typer.Option(help="Canonical rows of the main entity.")] = None,
         contract: Annotated[str, typer.Option(help="'template' (engine only) or 'llm' (LLM adapts the template, validated).")] = "template",
         tasks: Annotated[bool, typer.Option("--tasks/--no-tasks", help="Also write tasks into OUT/tasks.")] = False,
-        max_tasks: Annotated[int, typer.Option(help="Most tasks to write with --tasks.")] = 10,
+        max_tasks: Annotated[Optional[int], typer.Option(help="Most tasks to write with --tasks (default 10).")] = None,
+        resume: Annotated[Optional[Path], typer.Option(help="Continue a killed run from its run directory.")] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
     """Generate a world: contract → canonical state → observed files → audit (and optionally tasks)."""
+    from worldsmith.app.world import build_world_run, resume_world_run
     from worldsmith.evolution.worlds.problems import ContractError
-    from worldsmith.graphs.world import build_world_graph, world_report
     from worldsmith.llm import LLMError
 
     if contract not in ("template", "llm"):
         fail("--contract must be 'template' or 'llm'", code=EXIT_USAGE)
-    settings = STATE.settings()
-    state = {"domain": domain, "topic": topic, "seed": settings.world.seed if seed is None else seed,
-             "rows": rows or settings.world.rows,
-             "out_dir": str(out.resolve()), "contract_source": contract, "make_tasks": tasks, "max_tasks": max_tasks,
-             "tasks_dir": str(out.resolve() / "tasks"), "use_llm": True}
+    if (out is None) == (resume is None):
+        fail("give the world folder OUT, or --resume RUN_DIR (not both)", code=EXIT_USAGE)
+    printer = None if json_out else _render
 
-    async def go() -> dict:
+    async def go() -> tuple[Any, dict]:
         rt = runtime()
-        final: dict = {}
-        async for mode, chunk in build_world_graph(rt).astream(state, stream_mode=["custom", "values"]):
-            if mode == "custom" and not json_out:
-                _render(chunk)
-            elif mode == "values":
-                final = chunk
-        await rt.sessions.close_all()
-        return final
+        if resume is not None:
+            return await resume_world_run(rt, resume, on_event=printer)
+        request = {"domain": domain, "topic": topic, "seed": seed, "rows": rows, "out_dir": str(out.resolve()),
+                   "contract_source": contract, "make_tasks": tasks, "max_tasks": max_tasks, "use_llm": True}
+        return await build_world_run(rt, request, on_event=printer)
 
     with friendly_errors(LLMError, ContractError, ValueError, OSError):
-        final = asyncio.run(go())
+        run, final = asyncio.run(go())
     w = final.get("world", {})
-    (out / "REPORT.md").write_text(world_report(final) + "\n", encoding="utf-8")
     if json_out:
-        emit_json({"world": w, "provenance": final.get("provenance"), "tasks": final.get("tasks")})
+        emit_json({"world": w, "provenance": final.get("provenance"), "tasks": final.get("tasks"),
+                   "run_dir": str(run.path)})
     else:
-        console.print(f"[green]world {w.get('world_id')}[/] in {out} — recoverable phenomena: "
-                      f"{len(w.get('recoverable', []))}; report: {out / 'REPORT.md'}")
+        console.print(f"[green]world {w.get('world_id')}[/] — recoverable phenomena: {len(w.get('recoverable', []))}; "
+                      f"report: {run.path / 'report.md'}")
 
 
 @app.command("audit")
@@ -88,7 +85,7 @@ def audit(world: Annotated[Path, typer.Argument(help="World folder.")],
             colour = {"pass": "green", "fail": "red", "skip": "yellow"}[r.status]
             table.add_row(r.kind, r.id, f"[{colour}]{r.status}[/]", _fmt(r.observed), _fmt(r.expected), r.reason[:60])
         console.print(table)
-        from worldsmith.graphs.world import PLURAL
+        from worldsmith.graphs.world_ops import PLURAL
 
         s = report.summary
         console.print(", ".join(f"{PLURAL[k]} {v['pass']} pass / {v['fail']} fail / {v['skip']} skip" for k, v in s.items()))
@@ -101,39 +98,42 @@ def _fmt(v: object) -> str:
 
 
 @app.command("tasks")
-def tasks_cmd(world: Annotated[Path, typer.Argument(help="World folder (audited).")],
+def tasks_cmd(world: Annotated[Optional[Path], typer.Argument(help="World folder (audited).")] = None,
               out: Annotated[Optional[Path], typer.Option(help="Task collection folder (default WORLD/tasks).")] = None,
               max_tasks: Annotated[int, typer.Option(help="Most tasks to write.")] = 10,
               seed: Annotated[int, typer.Option(help="Subgraph sampling seed.")] = 0,
               topic: Annotated[Optional[str], typer.Option(help="Target variables about this topic first.")] = None,
               llm: Annotated[bool, typer.Option("--llm/--no-llm", help="LLM-written stakeholder requests (else templates).")] = True,
+              resume: Annotated[Optional[Path], typer.Option(help="Continue a killed run from its run directory.")] = None,
               json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
     """Write cause/consequence tasks (closed form + report with rubric) with verified reference solutions."""
-    from worldsmith.graphs.world_tasks import write_world_tasks
+    from worldsmith.app.world import resume_world_tasks_run, world_tasks_run
     from worldsmith.llm import LLMError
 
-    if not (world / "AUDIT.json").is_file():
+    if (world is None) == (resume is None):
+        fail("give the WORLD folder, or --resume RUN_DIR (not both)", code=EXIT_USAGE)
+    if world is not None and not (world / "AUDIT.json").is_file():
         fail(f"{world}: no AUDIT.json — run `worldsmith world audit {world}` first", code=EXIT_USAGE)
-    target = out or world / "tasks"
+    printer = None if json_out else _render
 
     async def go():
         rt = runtime()
-        try:
-            return await write_world_tasks(rt, world.resolve(), target.resolve(), max_tasks=max_tasks, seed=seed,
-                                           use_llm=llm, on_event=None if json_out else _render, topic=topic)
-        finally:
-            await rt.sessions.close_all()
+        if resume is not None:
+            return await resume_world_tasks_run(rt, resume, on_event=printer)
+        return await world_tasks_run(rt, world, out or world / "tasks", max_tasks=max_tasks, seed=seed, topic=topic,
+                                     use_llm=llm, on_event=printer)
 
     with friendly_errors(LLMError, ValueError, OSError):
-        written, dropped = asyncio.run(go())
+        run, written, dropped = asyncio.run(go())
+    target = json.loads((run.path / "request.json").read_text(encoding="utf-8"))["tasks_dir"]
     if json_out:
-        emit_json({"tasks_dir": str(target), "tasks": written, "dropped": dropped})
-        return
-    for t in written:
-        console.print(f"[green]✓[/] {t}")
-    for d in dropped:
-        console.print(f"[yellow]dropped {d['id']}[/]: {d['reason']}")
-    console.print(f"{len(written)} task(s) in {target} (index: {target / 'index.jsonl'})")
+        emit_json({"tasks_dir": target, "tasks": written, "dropped": dropped, "run_dir": str(run.path)})
+    else:
+        for t in written:
+            console.print(f"[green]✓[/] {t}")
+        for d in dropped:
+            console.print(f"[yellow]dropped {d['id']}[/]: {d['reason']}")
+        console.print(f"{len(written)} task(s) in {target} (run: {run.path})")
     if not written:
         raise typer.Exit(EXIT_FAILED)
 

@@ -58,6 +58,7 @@ class WorldConfig(Section):
     rows: int = Field(20_000, ge=100, description="canonical rows of the main entity table")
     seed: int = Field(0, description="default seed for world generation")
     contract_retries: int = Field(2, ge=0, le=5, description="contract-writer retries after validation errors")
+    concurrency: int = Field(2, ge=1, le=64, description="rows a world pipeline step works on at once (LLM requests, sandbox runs)")
 
 
 class Settings(BaseSettings):

@@ -19,7 +19,7 @@ async def dispatch(intent: Intent, plan: dict[str, Any], rt: GraphRuntime) -> di
     if intent.action == "help":
         return {"text": plan["steps"][0]}
     if intent.action in ("make_world", "make_tasks"):
-        from worldsmith.graphs.world import run_world_request
+        from worldsmith.app.world import run_world_request  # TODO(layering): dispatch belongs in app/
 
         return await run_world_request(rt, domain=intent.domain, tasks=intent.action == "make_tasks",
                                        max_tasks=intent.count, topic=intent.topic)

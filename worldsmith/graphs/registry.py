@@ -26,4 +26,4 @@ def _router(rt: GraphRuntime, checkpointer: Any = None) -> Any:
 def _world(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     from worldsmith.graphs.world import build_world_graph
 
-    return build_world_graph(rt, checkpointer=checkpointer)
+    return build_world_graph(checkpointer=checkpointer)

@@ -1,190 +1,153 @@
-"""The world graph: persona → dependency skeleton → contract writer → engine + projection → audit →
-task writer → rubric → package.
+"""The world graph: prepare → build (persona → skeleton → contract → engine + projection + audit) → tasks
+(specs → requests → verified solutions → packages).
 
-LLM agents write the contract (optional, validated with feedback) and the stakeholder requests; the
-deterministic engine makes the world exact; only audited-recoverable phenomena become tasks, and every
-task ships a reference solution that was run in the sandbox and matched canonical truth.
+Each of `build` and `tasks` runs a compiled pipeline (`graphs/world_ops.py`) over step-wise storage in the run
+directory, so a killed world build or task writing resumes where it stopped. LLM agents write the contract
+(optional, validated with feedback) and the stakeholder requests; the deterministic engine makes the world exact;
+only audited-recoverable phenomena become tasks, and every task ships a reference solution that was run in the
+sandbox and matched canonical truth.
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-import numpy as np
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
-from worldsmith.graphs.runtime import GraphRuntime, emit
+from worldsmith.core.config import Settings
+from worldsmith.core.pipeline import Pipeline
+from worldsmith.core.runs import RunDir
+from worldsmith.core.storage import StepStorage
+from worldsmith.graphs.runtime import GraphRuntime, context, emit
+from worldsmith.graphs.world_ops import (BuildWorld, PackageTasks, PickPersona, SampleTaskSpecs, SkeletonFromTemplate,
+                                         VerifySolutions, WriteContract, WriteRequests)
+
+DEFAULT_MAX_TASKS = 10
 
 
-class WorldState(TypedDict, total=False):
+class WorldInput(TypedDict, total=False):
     domain: str | None
     topic: str | None
-    topic_note: str | None
-    seed: int
+    seed: int | None
     rows: int | None
     out_dir: str
     contract_source: Literal["template", "llm"]
     make_tasks: bool
     use_llm: bool
-    max_tasks: int
+    max_tasks: int | None
     tasks_dir: str | None
+    pipeline_dir: str | None  # where the step-wise storage lives (default: a fresh run directory)
+
+
+class WorldOutput(TypedDict, total=False):
+    domain: str
+    topic_note: str | None
+    seed: int | None
     persona: dict[str, Any]
     template_id: str
-    contract: dict[str, Any]
     provenance: dict[str, str]
     contract_errors: list[str]
     world: dict[str, Any]
-    specs: list[dict[str, Any]]
     tasks: list[str]
     dropped: list[dict[str, Any]]
+    pipeline_dir: str | None
 
 
-def build_world_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
-    settings = rt.settings
-    model = settings.llm.for_role("teacher").model
+class WorldState(WorldInput, WorldOutput, total=False):
+    pass
 
-    async def persona(state: WorldState) -> dict[str, Any]:
-        from worldsmith.evolution.worlds.templates import list_templates, personas
 
-        domains = sorted({t.domain for t in list_templates()})
-        domain, note = state.get("domain"), None
-        if not domain and state.get("topic"):
-            domain, note = _domain_for_topic(state["topic"])
-            emit({"type": "world", "step": "topic", "text": note.removeprefix("topic ")})
-        domain = domain or domains[int(np.random.default_rng(state.get("seed", 0)).integers(len(domains)))]
-        if domain not in domains:
-            raise ValueError(f"unknown domain {domain!r}; choose one of: {', '.join(domains)}")
-        options = personas(domain)
-        chosen = options[state.get("seed", 0) % len(options)]
-        emit({"type": "world", "step": "persona", "text": f"{chosen.name}, {chosen.role} ({domain})"})
-        return {"domain": domain, "topic_note": note, "persona": chosen.model_dump(),
-                "provenance": {"persona": f"template:personas/{domain}"}}
+def with_defaults(state: WorldInput, settings: Settings) -> WorldInput:
+    """The one place world requests get their defaults (CLI, router and `langgraph dev` alike)."""
+    out = Path(state["out_dir"]).resolve()
+    return {**state, "out_dir": str(out), "domain": state.get("domain"), "topic": state.get("topic"),
+            "seed": settings.world.seed if state.get("seed") is None else state["seed"],
+            "rows": state.get("rows") or settings.world.rows,
+            "contract_source": state.get("contract_source") or "template",
+            "make_tasks": bool(state.get("make_tasks")), "use_llm": state.get("use_llm", True),
+            "max_tasks": state.get("max_tasks") or DEFAULT_MAX_TASKS,
+            "tasks_dir": str(Path(state.get("tasks_dir") or out / "tasks").resolve())}
 
-    async def skeleton(state: WorldState) -> dict[str, Any]:
-        from worldsmith.core.world_contract import Persona
-        from worldsmith.evolution.worlds.templates import load_template
 
-        template = await asyncio.to_thread(load_template, state["domain"], state.get("rows"))
-        template = template.model_copy(update={"persona": Persona(**state["persona"])})
-        emit({"type": "world", "step": "skeleton",
-              "text": f"{len(template.edges)} edges over {len(template.nodes())} variables (template {template.id})"})
-        return {"template_id": template.id, "contract": template.model_dump(mode="json"),
-                "provenance": {**state["provenance"], "skeleton": f"template:{template.id}"}}
+def world_pipeline(rt: GraphRuntime) -> Pipeline:
+    s = rt.settings
+    return (Pipeline("world")
+            .add(PickPersona())
+            .add(SkeletonFromTemplate())
+            .add(WriteContract(rt.llm, model=s.llm.for_role("teacher").model, retries=s.world.contract_retries))
+            .add(BuildWorld())
+            .compile(WORLD_COLUMNS))
 
-    async def contract(state: WorldState) -> dict[str, Any]:
-        from worldsmith.agents.world_writers import write_contract
-        from worldsmith.core.world_contract import Persona, WorldContract
 
-        template = WorldContract.model_validate(state["contract"])
-        llm = rt.llm if state.get("contract_source") == "llm" else None
-        out = await write_contract(llm, template, Persona(**state["persona"]), model=model,
-                                   retries=settings.world.contract_retries)
-        emit({"type": "world", "step": "contract", "text": f"contract by {out.produced_by}"
-              + (f" after {len(out.errors or [])} problem(s)" if out.errors else "")})
-        return {"contract": out.value.model_dump(mode="json"), "contract_errors": out.errors or [],
-                "provenance": {**state["provenance"], "contract": out.produced_by}}
+WORLD_COLUMNS = ("domain", "topic", "seed", "rows", "out_dir", "contract_source")
+TASK_COLUMNS = ("world_dir", "tasks_dir", "seed", "topic", "max_tasks")
 
-    async def build(state: WorldState) -> dict[str, Any]:
-        from worldsmith.core.world_contract import WorldContract
-        from worldsmith.evolution.worlds.world import build_world
 
-        c = WorldContract.model_validate(state["contract"])
-        emit({"type": "world", "step": "engine", "text": f"generating {state.get('rows') or 'template'} rows, seed {state.get('seed', 0)}"})
-        result = await asyncio.to_thread(build_world, c, state.get("seed", 0), state["out_dir"], state.get("rows"),
-                                         produced_by=state["provenance"]["contract"])
-        emit({"type": "world", "step": "audit", "text": _audit_line(result.audit_summary or {})})
-        return {"world": result.model_dump(mode="json"), "provenance": {**state["provenance"], "world": "engine"}}
+def tasks_pipeline(rt: GraphRuntime, *, use_llm: bool = True) -> Pipeline:
+    s = rt.settings
+    return (Pipeline("world_tasks")
+            .add(SampleTaskSpecs())
+            .add(WriteRequests(rt.llm if use_llm else None, model=s.llm.for_role("teacher").model,
+                               concurrency=s.world.concurrency))
+            .add(VerifySolutions(s.sandbox, timeout_s=max(s.sandbox.timeout_s, 120), concurrency=s.world.concurrency))
+            .add(PackageTasks())
+            .compile(TASK_COLUMNS))
 
-    def route_after_build(state: WorldState) -> Literal["tasks", "__end__"]:
-        return "tasks" if state.get("make_tasks") else END
 
-    async def tasks(state: WorldState) -> dict[str, Any]:
-        from worldsmith.graphs.world_tasks import write_world_tasks
+async def write_world_tasks(rt: GraphRuntime, storage_dir: Path, world_dir: Path, tasks_dir: Path, *,
+                            max_tasks: int = DEFAULT_MAX_TASKS, seed: int = 0, topic: str | None = None,
+                            use_llm: bool = True,
+                            on_event: Callable[[dict[str, Any]], None] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """World task writing as a resumable pipeline in `storage_dir`: (task ids written, phenomena dropped)."""
+    storage = StepStorage(storage_dir, on_event=on_event or emit)
+    row = {"world_dir": str(world_dir.resolve()), "tasks_dir": str(tasks_dir.resolve()), "seed": seed, "topic": topic,
+           "max_tasks": max_tasks}
+    rows = await tasks_pipeline(rt, use_llm=use_llm).arun(storage, [row])
+    written = [t for r in rows for t in r["task_ids"]]
+    dropped = list({d["id"]: d for r in rows for d in r["dropped"]}.values())
+    return written, dropped
 
-        written, dropped = await write_world_tasks(rt, Path(state["out_dir"]), Path(state["tasks_dir"] or
-                                                   Path(state["out_dir"]) / "tasks"),
-                                                   max_tasks=state.get("max_tasks", 10), seed=state.get("seed", 0),
-                                                   use_llm=state.get("use_llm", True), topic=state.get("topic"))
-        return {"tasks": written, "dropped": dropped}
 
-    g = StateGraph(WorldState)
-    for name, fn in (("persona", persona), ("skeleton", skeleton), ("contract", contract), ("build", build),
-                     ("tasks", tasks)):
-        g.add_node(name, fn)
-    g.add_edge(START, "persona")
-    g.add_edge("persona", "skeleton")
-    g.add_edge("skeleton", "contract")
-    g.add_edge("contract", "build")
+async def prepare(state: WorldInput, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    rt = context(runtime)
+    out = with_defaults(state, rt.settings)
+    if not out.get("pipeline_dir"):
+        out["pipeline_dir"] = str(RunDir.create("world", rt.settings.runs_dir, config=rt.settings.masked()).path)
+    return dict(out)
+
+
+async def build(state: WorldState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    rt = context(runtime)
+    storage = StepStorage(Path(state["pipeline_dir"]) / "world", on_event=emit)
+    [row] = await world_pipeline(rt).arun(storage, [{k: state.get(k) for k in WORLD_COLUMNS}])
+    return {"domain": row["domain"], "topic_note": row["topic_note"], "persona": row["persona"],
+            "template_id": row["template_id"], "contract_errors": row["contract_errors"], "world": row["world"],
+            "provenance": {"persona": f"template:personas/{row['domain']}", "skeleton": f"template:{row['template_id']}",
+                           "contract": row["contract_by"], "world": "engine"}}
+
+
+def route_after_build(state: WorldState) -> Literal["tasks", "__end__"]:
+    return "tasks" if state.get("make_tasks") else END
+
+
+async def tasks(state: WorldState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    written, dropped = await write_world_tasks(context(runtime), Path(state["pipeline_dir"]) / "tasks",
+                                               Path(state["out_dir"]), Path(state["tasks_dir"]),
+                                               max_tasks=state["max_tasks"], seed=state["seed"], topic=state.get("topic"),
+                                               use_llm=state.get("use_llm", True))
+    return {"tasks": written, "dropped": dropped}
+
+
+def build_world_graph(checkpointer: Any = None) -> Any:
+    g = StateGraph(WorldState, input_schema=WorldInput, output_schema=WorldOutput, context_schema=GraphRuntime)
+    g.add_node("prepare", prepare)
+    g.add_node("build", build)
+    g.add_node("tasks", tasks)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "build")
     g.add_conditional_edges("build", route_after_build)
     g.add_edge("tasks", END)
     return g.compile(checkpointer=checkpointer, name="world")
-
-
-def _domain_for_topic(topic: str) -> tuple[str | None, str]:
-    """The best-matching template's domain for a topic, and a line saying why (or that none matched)."""
-    from worldsmith.evolution.worlds.topic import match_topic
-
-    matches = match_topic(topic)
-    if not matches:
-        return None, f"topic {topic!r} matches no template; domain picked by seed"
-    best = matches[0]
-    why = ", ".join(best.variables[:3]) if best.variables else "its description"
-    return best.domain, f"topic {topic!r} → {best.domain} (matched {why})"
-
-
-PLURAL = {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena"}
-
-
-def _audit_line(summary: dict[str, dict[str, int]]) -> str:
-    parts = [f"{PLURAL.get(k, k)} {v.get('pass', 0)}/{v.get('pass', 0) + v.get('fail', 0)} pass" for k, v in summary.items()]
-    return "audit: " + ", ".join(parts)
-
-
-async def run_world_request(rt: GraphRuntime, *, domain: str | None = None, tasks: bool = False,
-                            max_tasks: int | None = None, topic: str | None = None, seed: int | None = None,
-                            rows: int | None = None, out_dir: Path | None = None) -> dict[str, Any]:
-    """What `worldsmith ask "make a world…"` runs: a world (and tasks) in a fresh run directory."""
-    from worldsmith.core.runs import RunDir
-
-    run = RunDir.create("world", rt.settings.runs_dir, config=rt.settings.masked())
-    out = out_dir or run.path / "world"
-    state: WorldState = {"domain": domain, "topic": topic, "seed": rt.settings.world.seed if seed is None else seed,
-                         "rows": rows or rt.settings.world.rows, "out_dir": str(out), "make_tasks": tasks,
-                         "max_tasks": max_tasks or 10, "tasks_dir": str(run.path / "tasks"),
-                         "contract_source": "template"}
-    final: dict[str, Any] = {}
-    async for mode, chunk in build_world_graph(rt).astream(state, stream_mode=["custom", "values"]):
-        if mode == "custom":
-            emit(chunk)
-            run.event("world_step", **chunk)
-        else:
-            final = chunk
-    await rt.sessions.close_all()
-    run.write_json("world_result.json", final.get("world", {}))
-    run.write_report(world_report(final))
-    run.finish(status="ok", tasks=len(final.get("tasks", [])))
-    return {"status": "ok", "run_dir": str(run.path), "world_dir": str(out),
-            "tasks_dir": str(run.path / "tasks") if tasks else None, "report": str(run.path / "report.md"),
-            "tasks": final.get("tasks", []), "dropped": final.get("dropped", []),
-            "topic_note": final.get("topic_note")}
-
-
-def world_report(final: dict[str, Any]) -> str:
-    w = final.get("world", {})
-    prov = final.get("provenance", {})
-    lines = [f"# World {w.get('world_id', '?')}", "", f"Domain: {final.get('domain')}  ",
-             *([f"Topic: {final['topic_note']}  "] if final.get("topic_note") else []), f"Seed: {final.get('seed')}  ",
-             f"Rows: {w.get('entity_rows')}  ", "", "## Provenance", ""]
-    lines += [f"- {k}: {v}" for k, v in prov.items()]
-    lines += ["", "## Audit", "", _audit_line(w.get("audit_summary") or {}), "",
-              f"Recoverable phenomena: {', '.join(w.get('recoverable', [])) or 'none'}"]
-    if final.get("contract_errors"):
-        lines += ["", "## Contract writer problems (fed back to the model)", ""]
-        lines += [f"- {e}" for e in final["contract_errors"][:20]]
-    if "tasks" in final:
-        lines += ["", f"## Tasks ({len(final['tasks'])})", ""] + [f"- {t}" for t in final["tasks"]]
-        for d in final.get("dropped", []):
-            lines.append(f"- dropped {d.get('id')}: {d.get('reason')}")
-    return "\n".join(lines)
