@@ -251,8 +251,12 @@ async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[
 
 
 def build_analyst_graph(checkpointer: Any = None) -> Any:
-    """The compiled analyst graph; run it with `context=GraphRuntime` (the LLM, sandboxes and settings)."""
-    g = StateGraph(AnalystState, context_schema=GraphRuntime, input_schema=AnalystInput)
+    """The compiled analyst graph; run it with `context=GraphRuntime` (the LLM, sandboxes and settings).
+
+    No `context_schema=GraphRuntime`: LangGraph coerces a context dict into a dataclass schema, and `langgraph dev`
+    sends each run a (filtered, here empty) dict, so `GraphRuntime(**{})` would fail before the first node; nodes get
+    the runtime through `context(runtime)`, which falls back to a settings-built one under the server."""
+    g = StateGraph(AnalystState, input_schema=AnalystInput)
     g.add_node("prepare", prepare)
     g.add_node("act", act)
     g.add_node("execute", execute)

@@ -33,14 +33,15 @@ class Template:
         return out
 
     def section(self, heading: str, **fields: str) -> str:
-        """One section, with `{field}` placeholders filled in. A missing heading or field is an error naming both."""
+        """One section with its `{field}` placeholders filled in (write `{{`/`}}` for a literal brace). A missing
+        heading or field is an error naming both."""
         try:
             body = self.sections[heading.lower()]
         except KeyError:
             raise KeyError(f"prompt template {self.id!r} has no section '## {heading}' "
                            f"(it has: {', '.join(self.sections) or 'none'})") from None
         try:
-            return body.format(**fields) if fields else body
+            return body.format(**fields)
         except KeyError as exc:
             raise KeyError(f"prompt template {self.id!r}, section {heading!r}: no value for placeholder {exc}") from None
 
