@@ -63,6 +63,7 @@ async def test_each_call_records_what_was_asked_and_what_came_back(fake_openai, 
     assert first.reply.endswith("</code>") and first.action is not None and first.action.kind == "code"
     assert void.action is None and void.void_reason and void.reply == VOID
     assert untagged.action is not None and untagged.action.kind == "answer"
+    assert first.repaired is None and untagged.repaired is None  # well-formed turns needed no salvage
     for call, body in zip(traj.calls, fake_openai.requests):
         assert call.sampling["max_tokens"] == body["max_tokens"]
         assert call.sampling["stop"] == body["stop"] == ["</code>", "</answer>", "<interpreter>"]

@@ -251,6 +251,8 @@ class ModelCall(Model):
                                        "rendering of the parsed turn; the closed raw text for a void turn)")
     action: Action | None = None
     void_reason: str | None = None
+    repaired: str | None = Field(None, description="what lenient parsing fixed to read the completion (its strict "
+                                                   "parse error); None when the completion was well-formed")
     sampling: dict[str, Any] = Field(default_factory=dict, description="max_tokens, temperature, top_p, seed, stop")
     prompt_tokens: int = 0
     completion_tokens: int = 0

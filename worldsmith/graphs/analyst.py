@@ -140,6 +140,7 @@ def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_fi
         templates.update(m.get("templates") or {})
     return ModelCall(index=index, messages=messages, templates=templates, completion=c.text, reply=d.reply,
                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None,
+                     repaired=d.turn.repaired,
                      sampling=dict(c.sampling), prompt_tokens=c.usage.prompt_tokens,
                      completion_tokens=c.usage.completion_tokens, latency_s=c.latency_s,
                      finish_reason=c.finish_reason, cached=c.cached, model=c.model, provider=c.provider)
