@@ -123,7 +123,11 @@ def _smollm2() -> Path:
 
 
 def test_golden_loss_mask_with_smollm2_chat_template() -> None:
-    tok = GGUFChatTokenizer(_smollm2())
+    with GGUFChatTokenizer(_smollm2()) as tok:
+        _check_golden(tok)
+
+
+def _check_golden(tok: GGUFChatTokenizer) -> None:
     ex = to_sft_example(small_trajectory(), tok)
     trained = _trained_text(ex, tok)
     for a, b in ex.trained_spans():  # the golden record: which tokens train

@@ -78,6 +78,16 @@ class GGUFChatTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         return self._llama.detokenize(list(ids), special=True).decode("utf-8", errors="replace")
 
+    def close(self) -> None:
+        """Free llama.cpp's vocabulary (also freed when the object is collected)."""
+        self._llama.close()
+
+    def __enter__(self) -> GGUFChatTokenizer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def _jinja_environment() -> Any:
     """A sandboxed jinja2 environment configured the way chat templates are written for (Hugging Face's
