@@ -11,11 +11,11 @@ QUESTION = "What is the mean amount? Answer as @mean_amount[value] rounded to on
 
 
 async def _run(rt, question: str, files: list[Path], **kw):
-    graph = build_analyst_graph(rt)
+    graph = build_analyst_graph()
     events = []
     final = {}
     async for mode, chunk in graph.astream(initial_state(question, [str(f) for f in files], session_id="s1", **kw),
-                                           {"recursion_limit": 200}, stream_mode=["custom", "values"]):
+                                           {"recursion_limit": 200}, context=rt, stream_mode=["custom", "values"]):
         (events.append(chunk) if mode == "custom" else final.update(chunk))
     await rt.sessions.close_all()
     return final, events
@@ -99,16 +99,16 @@ async def test_chat_thread_resumes_from_sqlite_checkpoint_after_restart(scripted
                  "<think>done</think><answer>The total is 60.</answer>")
     rt1 = make_rt()
     async with AsyncSqliteSaver.from_conn_string(db) as saver:
-        g = build_analyst_graph(rt1, checkpointer=saver)
-        out1 = await g.ainvoke(initial_state("What is the total?", [str(sales_csv)]), cfg)
+        g = build_analyst_graph(checkpointer=saver)
+        out1 = await g.ainvoke(initial_state("What is the total?", [str(sales_csv)]), cfg, context=rt1)
     await rt1.sessions.close_all()  # the process "dies": the sandbox and its variables are gone
     assert out1["trajectory"]["final_answer"] == "The total is 60."
     # a new process resumes the thread; `total` only exists if the earlier cell is replayed
     script.queue("<think>reuse</think><code>print(total * 2)</code>", "<think>done</think><answer>Twice is 120.</answer>")
     rt2 = make_rt()
     async with AsyncSqliteSaver.from_conn_string(db) as saver:
-        g = build_analyst_graph(rt2, checkpointer=saver)
-        out2 = await g.ainvoke({"question": "And twice that?"}, cfg)
+        g = build_analyst_graph(checkpointer=saver)
+        out2 = await g.ainvoke({"question": "And twice that?"}, cfg, context=rt2)
     await rt2.sessions.close_all()
     traj2 = out2["trajectory"]
     assert "120" in traj2["steps"][0]["observation"]
@@ -123,7 +123,7 @@ def test_empty_question_is_rejected(scripted, sales_csv: Path) -> None:
 
     _, make_rt = scripted
     with pytest.raises(ValueError, match="non-empty question"):
-        asyncio.run(build_analyst_graph(make_rt()).ainvoke(initial_state("  ", [str(sales_csv)])))
+        asyncio.run(build_analyst_graph().ainvoke(initial_state("  ", [str(sales_csv)]), context=make_rt()))
 
 
 async def test_category_hints_go_into_the_task_turn_not_the_shared_prefix(scripted, sales_csv: Path) -> None:
@@ -147,12 +147,43 @@ async def test_repeating_the_same_cell_gets_a_plain_nudge(scripted, sales_csv: P
     assert "same code as in your previous turn" in steps[1]["observation"]
 
 
-async def test_rounding_feedback_ignored_twice_is_applied_by_the_agent(scripted, sales_csv: Path) -> None:
+async def test_rounding_feedback_ignored_twice_is_recorded_as_post_processing(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"
     script.queue(CODE_TURN, unrounded, unrounded, unrounded)
     final, _ = await _run(make_rt(), QUESTION, [sales_csv])
     traj = final["trajectory"]
-    assert traj["final_answer"] == "The mean is 20.1234. @mean_amount[20.1]"  # the model's number, one decimal
-    assert traj["steps"][-1]["action"]["content"].endswith("@mean_amount[20.1234]")  # the raw turn is kept
-    assert traj["metadata"]["answer_rounded_by_agent"] is True
+    assert traj["final_answer"] == "The mean is 20.1234. @mean_amount[20.1234]"  # the model's own answer, untouched
+    assert traj["graded_answer"] == "The mean is 20.1234. @mean_amount[20.1]"  # its number at the one decimal asked
+    [step] = traj["postprocess"]
+    assert step["kind"] == "round_decimals" and step["before"] == traj["final_answer"]
+    assert step["after"] == traj["graded_answer"] and "decimal" in step["reason"]
+
+
+async def test_post_processing_is_off_when_sampling_training_data(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"
+    script.queue(CODE_TURN, unrounded, unrounded, unrounded)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv], postprocess=False)
+    traj = final["trajectory"]
+    assert traj["postprocess"] == []
+    assert traj["graded_answer"] == traj["final_answer"] == "The mean is 20.1234. @mean_amount[20.1234]"
+
+
+async def test_the_setting_turns_post_processing_off(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    unrounded = "<think>x</think><answer>@mean_amount[20.1234]</answer>"
+    script.queue(CODE_TURN, unrounded, unrounded, unrounded)
+    final, _ = await _run(make_rt(analyst={"postprocess": False}), QUESTION, [sales_csv])
+    assert final["trajectory"]["postprocess"] == [] and final["trajectory"]["graded_answer"] == "@mean_amount[20.1234]"
+
+
+async def test_a_salvaged_turn_records_the_raw_completion_and_what_was_repaired(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue("Load it first.\n<code>\nprint(1)\n</code>", ANSWER_TURN)  # no <think>: lenient parsing salvages it
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    first = final["trajectory"]["calls"][0]
+    assert first["completion"] == "Load it first.\n<code>\nprint(1)\n"  # as returned: the stop ate </code>
+    assert first["repaired"].startswith("a turn must start with <think>")
+    assert first["reply"] == "<think>\nLoad it first.\n</think>\n<code>\nprint(1)\n</code>"  # what the model sees next
+    assert script.requests[1].messages[-2]["content"] == first["reply"]

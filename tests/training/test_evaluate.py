@@ -169,6 +169,18 @@ async def test_wrong_trajectory_and_report_tasks(tmp_path: Path) -> None:
     assert report.overall.accuracy_by_sub_question == pytest.approx(1 / 3)  # A's 2 sub-answers wrong, R's 1 right
 
 
+async def test_the_grader_sees_the_post_processed_answer_and_the_model_answer_is_kept(tmp_path: Path) -> None:
+    task = _task("P", ["p1"], "stats", "easy")  # expects @p1[1]
+
+    async def solve(task: Task, sample: int) -> Trajectory:
+        rounded = sample == 0  # sample 0: the agent rounded 1.04 to the requested decimals; sample 1: it did not
+        return Trajectory(id=f"P-{sample}", task_id="P", model="fake", final_answer="@p1[1.04]", status="answered",
+                          graded_answer="@p1[1]" if rounded else None)
+
+    report = await evaluate([task], solve, samples=2, run_dir=_run(tmp_path))
+    assert [s.passed for s in report.tasks[0].samples] == [True, False]
+
+
 async def test_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="samples must be >= 1"):
         await evaluate(TASKS, FakeSolver(), samples=0, run_dir=_run(tmp_path))

@@ -1,6 +1,7 @@
 """The analyst agent's pieces: prompts, one think/act decision, answer-format checks, observations.
 
-Small typed functions; the control flow between them lives in graphs/analyst.py.
+Small typed functions; the control flow between them lives in graphs/analyst.py. Every model-facing string comes
+from a named template in worldsmith/prompts/ (the ids below), so a trajectory can record which version built a turn.
 """
 
 from __future__ import annotations
@@ -11,20 +12,36 @@ from dataclasses import dataclass
 from typing import Any
 
 from worldsmith.core.schemas import Action
-from worldsmith.prompts import load_prompt, load_sections
+from worldsmith.prompts import template
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
                                       render_observation, render_turn, to_chat_roles)
 from worldsmith.training.answers import extract_answers, parse_number
+
+SYSTEM_TEMPLATE = "analyst_system.md"
+EXAMPLE_TEMPLATE = "analyst_example.json"
+USER_TEMPLATE = "analyst_user.md"
+HINTS_TEMPLATE = "analyst_hints.md"
+FEEDBACK_TEMPLATE = "analyst_feedback.md"
 
 _NAME_RE = re.compile(r"@(\w+)\[")
 _DECIMALS_RE = re.compile(r"(\d+|one|two|three|four|five|six)[\s-]+decimal", re.IGNORECASE)
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
+def versions(*names: str) -> dict[str, str]:
+    """{template id: 'sha256:<hex>'} for the templates that built a message."""
+    return {n: template(n).sha256 for n in names}
+
+
+def feedback(kind: str, **fields: str) -> str:
+    """A harness message to the model (a section of analyst_feedback.md)."""
+    return template(FEEDBACK_TEMPLATE).section(kind, **fields)
+
+
 def system_prompt(extra: str | None = None) -> str:
     """The analyst's system prompt. It is the same for every task (task-specific notes go in the user turn), so
     the system prompt and the worked example form a prefix the model's KV cache reuses across questions."""
-    parts = [load_prompt("analyst_system.md").strip()]
+    parts = [template(SYSTEM_TEMPLATE).text.strip()]
     if extra:
         parts.append(extra.strip())
     return "\n\n".join(parts)
@@ -37,7 +54,7 @@ PRELUDE = "import sqlite3\nimport pandas as pd\nimport numpy as np\nimport matpl
 def few_shot_messages() -> list[dict[str, str]]:
     """A worked example as real conversation turns, rendered by the one grammar module."""
     out: list[dict[str, str]] = []
-    for turn in json.loads(load_prompt("analyst_example.json")):
+    for turn in json.loads(template(EXAMPLE_TEMPLATE).text):
         if turn["role"] == "assistant":
             kind = "code" if "code" in turn else "answer"
             out.append({"role": "assistant", "content": render_turn(turn["thought"], Action(kind=kind, content=turn[kind]))})
@@ -49,7 +66,7 @@ def few_shot_messages() -> list[dict[str, str]]:
 
 
 def category_hints(categories: list[str]) -> str:
-    sections = load_sections("analyst_hints.md")
+    sections = template(HINTS_TEMPLATE).sections
     picked = []
     for cat in categories:
         body = sections.get(cat.strip().lower())
@@ -66,26 +83,31 @@ def required_names(instruction: str, declared: list[str] | None = None) -> list[
 
 
 def user_prompt(question: str, profile_text: str, names: list[str], hints: str = "") -> str:
-    parts = [f"# Task\n{question.strip()}"]
+    t = template(USER_TEMPLATE)
+    parts = [t.section("task", question=question.strip())]
     if profile_text:
-        parts.append(f"# Files in your working directory\n{profile_text.strip()}")
+        parts.append(t.section("files", profile=profile_text.strip()))
     if hints:
-        parts.append(f"# Method notes\n{hints.strip()}")
+        parts.append(t.section("method notes", hints=hints.strip()))
     if names:
-        tags = " ".join(f"@{n}[value]" for n in names)
-        parts.append(f"# Answer format\nYour final <answer> must contain: {tags}")
-    parts.append("Start with <think>, then write <code> to explore or compute.")
+        parts.append(t.section("answer format", tags=" ".join(f"@{n}[value]" for n in names)))
+    parts.append(t.section("start"))
     return "\n\n".join(parts)
 
 
 @dataclass
 class Decision:
+    """One parsed assistant turn and the model call that produced it."""
+
     turn: ParsedTurn
-    raw: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    finish_reason: str
+    raw: str  # the completion with a stop-consumed closing tag put back (what the parser read)
+    completion: Any  # llm.types.Completion: text as returned, request_messages, sampling, usage, ...
+
+    @property
+    def reply(self) -> str:
+        """The assistant message this turn adds to the conversation: the canonical form of a parsed turn, the raw
+        text of a void one (so the model sees what it wrote, and the feedback says why it could not be read)."""
+        return render_turn(self.turn.thought, self.turn.action) if self.turn.action is not None else self.raw
 
 
 async def decide(llm: Any, messages: list[dict[str, str]], *, role: str = "agent", max_tokens: int | None = None,
@@ -98,9 +120,7 @@ async def decide(llm: Any, messages: list[dict[str, str]], *, role: str = "agent
         kwargs["sample_index"] = sample_index
     completion = await llm.acomplete(to_chat_roles(messages), **kwargs)
     raw = close_action(completion.text) if completion.finish_reason == "stop" else completion.text
-    return Decision(turn=parse_turn_lenient(raw), raw=raw, prompt_tokens=completion.usage.prompt_tokens,
-                    completion_tokens=completion.usage.completion_tokens, latency_s=completion.latency_s,
-                    finish_reason=completion.finish_reason)
+    return Decision(turn=parse_turn_lenient(raw), raw=raw, completion=completion)
 
 
 def requested_decimals(instruction: str) -> int | None:
@@ -150,29 +170,32 @@ def round_to_request(answer: str, instruction: str, names: list[str]) -> str | N
 
 
 def format_feedback(problems: list[str], names: list[str]) -> str:
-    tags = " ".join(f"@{n}[value]" for n in names)
-    return ("Your answer does not follow the requested format: " + "; ".join(problems) +
-            f".\nReply with <think>…</think> and then <answer>…</answer> containing {tags}. "
-            "Use the numbers you already computed; run more <code> only if a value is missing.")
+    return feedback("format", problems="; ".join(problems), tags=" ".join(f"@{n}[value]" for n in names))
 
 
 def void_feedback(error: str | None) -> str:
-    return (f"I could not read your reply ({error or 'no action found'}). Reply with <think>your plan</think> "
-            "followed by exactly one <code>python code</code> or <answer>final answer</answer>.")
+    return feedback("void", error=error or "no action found")
 
 
 def observation_text(result: Any, max_chars: int) -> str:
     """The interpreter output the model sees for one executed cell, with a nudge after errors."""
     text = result.to_observation(max_chars)
     if getattr(result, "error", None):
-        text += "\n[The code failed. Read the error above, fix the code and run it again.]"
+        text += "\n" + feedback("code failed")
     elif not text.strip():
-        text = "[No output. Use print() to show the values you need.]"
+        text = feedback("no output")
     return text
 
 
-REPEAT_NUDGE = ("\n[You ran the same code as in your previous turn and got the same result. Running it again will not "
-                "help: change the approach (check the file names and columns listed above), or answer.]")
+def repeat_nudge() -> str:
+    """Appended to an observation when the model re-ran the same failing cell (weak models loop on it)."""
+    return "\n" + feedback("repeat")
 
-LAST_TURN_NUDGE = ("This is your last turn. Give your final <answer> now, using the results you have already seen, "
-                   "in the requested format.")
+
+def restart_note(replay_error: str | None) -> str:
+    """Appended to an observation after a timeout or crash restarted the interpreter and replayed earlier cells."""
+    return "\n" + (feedback("restarted") if replay_error is None else feedback("restarted, replay failed", error=replay_error))
+
+
+def last_turn_nudge() -> str:
+    return feedback("last turn")

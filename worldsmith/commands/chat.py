@@ -84,7 +84,7 @@ def chat(files: Annotated[Optional[list[Path]], typer.Argument(help="Data files 
     async def go() -> None:
         rt = runtime()
         async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
-            graph = build_analyst_graph(rt, checkpointer=saver)
+            graph = build_analyst_graph(checkpointer=saver)
             cfg = {"configurable": {"thread_id": thread_id}, "recursion_limit": 8 * settings.analyst.max_turns + 20}
             snapshot = await graph.aget_state(cfg)
             if thread and not snapshot.values:
@@ -102,7 +102,7 @@ def chat(files: Annotated[Optional[list[Path]], typer.Argument(help="Data files 
                 state = {"question": question} if snapshot.values else initial_state(
                     question, paths, workspace=str(db.parent / thread_id / "workspace"))  # plots outlive the process
                 with friendly_errors(LLMError):
-                    async for event in graph.astream(state, cfg, stream_mode="custom"):
+                    async for event in graph.astream(state, cfg, context=rt, stream_mode="custom"):
                         render_event(console, event)
                 snapshot = await graph.aget_state(cfg)
             await rt.sessions.close_all()

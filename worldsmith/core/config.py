@@ -46,6 +46,9 @@ class AnalystConfig(Section):
     max_tokens: int = Field(512, ge=64, description="completion budget per assistant turn (tokens); a code turn rarely needs more, and on CPU a runaway turn costs minutes")
     format_retries: int = Field(2, ge=0, le=5, description="re-asks when an answer lacks the requested @name[value] tags")
     verify_answer: bool = Field(True, description="ask the model to check its answer against the requested format once")
+    postprocess: bool = Field(True, description="after the format feedback is used up, round an answer's numbers to the "
+                              "requested decimals for grading (recorded beside the model's own answer); set False when "
+                              "sampling training data, so the grader sees the raw answer")
 
 
 class EvalConfig(Section):

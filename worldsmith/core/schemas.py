@@ -216,12 +216,60 @@ class Step(Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    call: int | None = Field(None, ge=0, description="index of the model call that produced it in Trajectory.calls")
 
     @model_validator(mode="after")
     def _void_has_no_action(self) -> Step:
         if self.void and self.action is not None:
             raise ValueError("a void step cannot carry an action")
         return self
+
+
+ChatRole = Literal["system", "user", "assistant"]
+
+
+class RecordedMessage(Model):
+    """One message of a model call exactly as the provider received it, plus what training needs to know."""
+
+    role: ChatRole
+    content: str
+    trainable: bool = Field(False, description="True only for a valid assistant turn the model produced in this "
+                                               "trajectory; prompts, worked examples, feedback and observations never train")
+    source: str = Field("", description="what wrote it: system, example, task, interpreter, feedback, nudge, model, "
+                                        "model_void, history (earlier questions of a chat thread)")
+
+
+class ModelCall(Model):
+    """One model call of a trajectory: the training record (messages as sent, sampling, raw completion)."""
+
+    index: int = Field(ge=0)
+    messages: list[RecordedMessage] = Field(description="the request's messages, byte-identical to what was sent")
+    templates: dict[str, str] = Field(default_factory=dict,
+                                      description="prompt template id -> 'sha256:<hex>' of the files that built them")
+    completion: str = Field("", description="the completion text exactly as the provider returned it")
+    reply: str = Field("", description="the assistant message this call adds to the conversation (the canonical "
+                                       "rendering of the parsed turn; the closed raw text for a void turn)")
+    action: Action | None = None
+    void_reason: str | None = None
+    repaired: str | None = Field(None, description="what lenient parsing fixed to read the completion (its strict "
+                                                   "parse error); None when the completion was well-formed")
+    sampling: dict[str, Any] = Field(default_factory=dict, description="max_tokens, temperature, top_p, seed, stop")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str = ""
+    cached: bool = False
+    model: str = ""
+    provider: str = ""
+
+
+class PostProcess(Model):
+    """A change made to the model's answer after the fact, recorded beside it (never a silent rewrite)."""
+
+    kind: Literal["round_decimals"]
+    before: str
+    after: str
+    reason: str = ""
 
 
 class Grade(Model):
@@ -243,7 +291,11 @@ class Trajectory(Model):
     system_prompt: str = ""
     user_prompt: str = ""
     steps: list[Step] = Field(default_factory=list)
-    final_answer: str | None = None
+    calls: list[ModelCall] = Field(default_factory=list, description="every model call, in order")
+    final_answer: str | None = Field(None, description="the model's own final answer")
+    postprocess: list[PostProcess] = Field(default_factory=list)
+    graded_answer: str | None = Field(None, description="what the grader sees: final_answer after `postprocess` "
+                                                        "(None in records older than this field: grade final_answer)")
     deliverables: list[str] = Field(default_factory=list)
     status: Literal["answered", "max_turns", "error", "running"] = "running"
     error: str | None = None
@@ -257,6 +309,21 @@ class Trajectory(Model):
     @property
     def has_void_turn(self) -> bool:
         return any(s.void for s in self.steps)
+
+    @property
+    def answer_to_grade(self) -> str | None:
+        """The answer a grader scores: the post-processed one when post-processing ran, else the model's own."""
+        return self.graded_answer if self.graded_answer is not None else self.final_answer
+
+    def messages(self) -> list[RecordedMessage]:
+        """The whole conversation as the model saw and wrote it: the last call's messages plus its reply.
+        Empty for trajectories without recorded calls (older records, engine-made oracle runs)."""
+        if not self.calls:
+            return []
+        last = self.calls[-1]
+        reply = RecordedMessage(role="assistant", content=last.reply or last.completion,
+                                trainable=last.action is not None, source="model" if last.action else "model_void")
+        return [*last.messages, reply]
 
 
 # --------------------------------------------------------------------------------------------- evolution

@@ -34,14 +34,14 @@ async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, 
     """One analyst trajectory over the given files; saved as trajectory.json + report.md in a run directory."""
     run = run or RunDir.create("ask", rt.settings.runs_dir, config=rt.settings.masked())
     run.event("question", question=question, files=files)
-    graph = build_analyst_graph(rt)
+    graph = build_analyst_graph()
     session = run.path.name
     state = initial_state(question, [str(Path(f).expanduser().resolve()) for f in files], session_id=session,
                           workspace=str(run.path / "workspace"))
     out: dict[str, Any] = {}
     try:  # forward the analyst's events to whoever streams the calling graph
         async for mode, chunk in graph.astream(state, {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20},
-                                               stream_mode=["custom", "values"]):
+                                               context=rt, stream_mode=["custom", "values"]):
             if mode == "custom":
                 emit(chunk)
             else:
@@ -52,7 +52,7 @@ async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, 
     write_model(run.path / "trajectory.json", traj)
     run.write_report(trajectory_report(question, files, traj))
     run.finish(status=traj.status, turns=len(traj.steps))
-    return {"answer": traj.final_answer, "status": traj.status, "run_dir": str(run.path),
+    return {"answer": traj.answer_to_grade, "status": traj.status, "run_dir": str(run.path),
             "trajectory": str(run.path / "trajectory.json")}
 
 
@@ -71,4 +71,6 @@ def trajectory_report(question: str, files: list[str], traj: Trajectory) -> str:
         elif s.action:
             lines += ["**Answer:**", "", s.action.content, ""]
     lines += ["## Final answer", "", traj.final_answer or "(no answer)"]
+    for p in traj.postprocess:
+        lines += ["", f"Post-processed ({p.kind}: {p.reason}): {p.after}"]
     return "\n".join(lines)

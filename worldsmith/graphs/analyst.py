@@ -1,7 +1,10 @@
 """The analyst graph: profile → (think/act → execute → observe)* → answer check → trajectory.
 
-State is plain data (checkpointable); the LLM and sandboxes come from a GraphRuntime. A chat thread is one
-graph thread: a new question continues the conversation and the same sandbox (variables persist).
+State is plain data (checkpointable); the LLM and sandboxes come from the GraphRuntime passed as LangGraph's
+runtime context (`graph.ainvoke(state, config, context=rt)`). A chat thread is one graph thread: a new question
+continues the conversation and the same sandbox (variables persist).
+The conversation in state is exactly what the model is sent; each model call is recorded as a `ModelCall` (the
+provider's request messages, sampling, raw completion), so the trajectory is a faithful training record.
 Custom stream events (`stream_mode="custom"`): {"type": thought|code|output|plot|answer|feedback|done, ...}.
 """
 
@@ -14,18 +17,21 @@ import time
 import uuid
 from typing import Annotated, Any, Literal, TypedDict
 
-from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from worldsmith.agents import analyst as agent
-from worldsmith.core.schemas import ExecSummary, Step, Trajectory
-from worldsmith.graphs.runtime import GraphRuntime, emit
-from worldsmith.tools.grammar import render_observation, render_turn
+from worldsmith.core.schemas import ExecSummary, ModelCall, PostProcess, RecordedMessage, Step, Trajectory
+from worldsmith.graphs.runtime import GraphRuntime, context, emit
+from worldsmith.tools.grammar import render_observation
 
 ROLE = "agent"
 
 
-class AnalystState(TypedDict, total=False):
+class AnalystInput(TypedDict, total=False):
+    """What a caller gives: a question (a follow-up in a thread needs nothing else) and, to start, its files."""
+
     question: str
     files: list[str]
     task_id: str
@@ -36,145 +42,222 @@ class AnalystState(TypedDict, total=False):
     temperature: float
     session_id: str
     workspace: str
-    messages: Annotated[list[dict[str, str]], operator.add]
+    postprocess: bool  # None/absent: the analyst.postprocess setting; False when sampling training data
+
+
+class AnalystState(AnalystInput, total=False):
+    # the conversation exactly as sent: {"role", "content", "source", "templates"} (source/templates: what wrote it)
+    messages: Annotated[list[dict[str, Any]], operator.add]
     steps: Annotated[list[dict[str, Any]], operator.add]
-    q_first_step: int
+    calls: Annotated[list[dict[str, Any]], operator.add]
+    q_first_step: int  # where this question starts in the thread's steps / calls / messages
+    q_first_call: int
+    q_first_message: int
     user_prompt: str
+    max_turns: int
     turn: int
     retries_left: int
     status: str
     final_answer: str | None
+    graded_answer: str | None
+    postprocessed: list[dict[str, Any]]
     error: str | None
     pending: dict[str, Any] | None
     trajectory: dict[str, Any] | None
     started: float
 
 
-def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
+def _msg(role: str, content: str, source: str, *templates: str) -> dict[str, Any]:
+    return {"role": role, "content": content, "source": source, "templates": agent.versions(*templates)}
+
+
+def _names(state: AnalystState) -> list[str]:
+    return agent.required_names(state.get("question", ""), state.get("answer_names"))
+
+
+async def prepare(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    cfg = context(runtime).settings.analyst
+    if not state.get("question", "").strip():
+        raise ValueError("the analyst needs a non-empty question")
+    thread_id = (get_config().get("configurable") or {}).get("thread_id")
+    session_id = state.get("session_id") or thread_id or uuid.uuid4().hex
+    new, user_prompt = await asyncio.to_thread(_opening, state, _names(state), cfg.profile_chars)
+    emit({"type": "status", "text": "thinking"})
+    return {"messages": new, "session_id": session_id, "turn": 0, "max_turns": cfg.max_turns,
+            "retries_left": cfg.format_retries, "status": "running", "final_answer": None, "graded_answer": None,
+            "postprocessed": [], "error": None, "pending": None, "trajectory": None,
+            "q_first_step": len(state.get("steps", [])), "q_first_call": len(state.get("calls", [])),
+            "q_first_message": len(state.get("messages", [])), "user_prompt": user_prompt, "started": time.time()}
+
+
+async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    rt = context(runtime)
     cfg = rt.settings.analyst
-
-    def _names(state: AnalystState) -> list[str]:
-        return agent.required_names(state.get("question", ""), state.get("answer_names"))
-
-    async def prepare(state: AnalystState, config: RunnableConfig) -> dict[str, Any]:
-        if not state.get("question", "").strip():
-            raise ValueError("the analyst needs a non-empty question")
-        session_id = state.get("session_id") or (config.get("configurable") or {}).get("thread_id") or uuid.uuid4().hex
-        new, user_prompt = await asyncio.to_thread(_opening, state, _names(state), cfg.profile_chars)
-        emit({"type": "status", "text": "thinking"})
-        return {"messages": new, "session_id": session_id, "turn": 0, "retries_left": cfg.format_retries,
-                "status": "running", "final_answer": None, "error": None, "pending": None, "trajectory": None,
-                "q_first_step": len(state.get("steps", [])), "user_prompt": user_prompt, "started": time.time()}
-
-    async def act(state: AnalystState) -> dict[str, Any]:
-        turn = state.get("turn", 0)
-        msgs = list(state["messages"])
-        extra: list[dict[str, str]] = []
-        if turn == cfg.max_turns - 1 and turn > 0:
-            extra.append({"role": "user", "content": agent.LAST_TURN_NUDGE})
-        d = await agent.decide(rt.llm, msgs + extra, role=ROLE, max_tokens=cfg.max_tokens,
-                               temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
-        index = len(state.get("steps", []))
-        base = {"index": index, "raw": d.raw, "thought": d.turn.thought, "prompt_tokens": d.prompt_tokens,
-                "completion_tokens": d.completion_tokens, "latency_s": d.latency_s}
-        if d.turn.thought:
-            emit({"type": "thought", "text": d.turn.thought, "turn": turn})
-        update: dict[str, Any] = {"turn": turn + 1, "messages": extra}
-        if d.turn.action is None:
-            step = Step(**base, void=True, void_reason=d.turn.error or "no action")
-            feedback = agent.void_feedback(d.turn.error)
-            emit({"type": "feedback", "text": feedback})
-            update.update(steps=[step.model_dump(mode="json")], pending=None,
-                          messages=extra + [{"role": "assistant", "content": d.raw},
-                                            {"role": "user", "content": feedback}])
-            return update
-        base["action"] = d.turn.action.model_dump()
-        update["pending"] = base
-        update["messages"] = extra + [{"role": "assistant", "content": render_turn(d.turn.thought, d.turn.action)}]
+    turn = state.get("turn", 0)
+    extra: list[dict[str, Any]] = []
+    if turn == cfg.max_turns - 1 and turn > 0:
+        extra.append(_msg("user", agent.last_turn_nudge(), "nudge", agent.FEEDBACK_TEMPLATE))
+    sent = list(state["messages"]) + extra
+    d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens,
+                           temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
+    call_index = len(state.get("calls", [])) - state.get("q_first_call", 0)
+    call = _record_call(call_index, sent, d, state.get("q_first_message", 0))
+    c = d.completion
+    base = {"index": len(state.get("steps", [])), "raw": d.raw, "thought": d.turn.thought,
+            "prompt_tokens": c.usage.prompt_tokens, "completion_tokens": c.usage.completion_tokens,
+            "latency_s": c.latency_s, "call": call_index}
+    if d.turn.thought:
+        emit({"type": "thought", "text": d.turn.thought, "turn": turn})
+    update: dict[str, Any] = {"turn": turn + 1, "calls": [call.model_dump(mode="json")]}
+    if d.turn.action is None:
+        step = Step(**base, void=True, void_reason=d.turn.error or "no action")
+        text = agent.void_feedback(d.turn.error)
+        emit({"type": "feedback", "text": text})
+        update.update(steps=[step.model_dump(mode="json")], pending=None,
+                      messages=extra + [_msg("assistant", d.reply, "model_void"),
+                                        _msg("user", text, "feedback", agent.FEEDBACK_TEMPLATE)])
         return update
+    base["action"] = d.turn.action.model_dump()
+    update["pending"] = base
+    update["messages"] = extra + [_msg("assistant", d.reply, "model")]
+    return update
 
-    def route_after_act(state: AnalystState) -> Literal["execute", "check", "act", "finalize"]:
-        pending = state.get("pending")
-        if pending is None:
-            return "finalize" if state.get("turn", 0) >= cfg.max_turns else "act"
-        return "execute" if pending["action"]["kind"] == "code" else "check"
 
-    async def execute(state: AnalystState) -> dict[str, Any]:
-        pending = dict(state["pending"] or {})
-        code = pending["action"]["content"]
-        emit({"type": "code", "code": code})
-        sb, fresh = await rt.sessions.get(state["session_id"], state.get("files", []), state.get("workspace"))
-        if fresh:
-            await sb.run(agent.PRELUDE)
-            await _replay(sb, state.get("steps", []))
-        result = await sb.run(code, timeout=cfg.cell_timeout_s)
-        observation = agent.observation_text(result, cfg.max_observation_chars)
-        previous = next((s for s in reversed(state.get("steps", [])) if s.get("action")), None)
-        if previous and previous["action"] == pending["action"] and _same_output(previous.get("observation") or "", observation):
-            observation += agent.REPEAT_NUDGE  # weak models loop on a failing cell; say so plainly
-        if result.restarted:  # timeout or crash: rebuild the variables earlier cells made
-            replayed = await sb.replay()
-            observation += ("\n[The interpreter was restarted; your earlier successful cells were re-run"
-                            + ("." if replayed.ok else f", but re-running them failed: {replayed.error}.") + "]")
-        emit({"type": "output", "text": observation, "ok": result.ok})
-        for f in result.files_changed:
-            if f.lower().endswith((".png", ".jpg", ".jpeg", ".svg")):
-                emit({"type": "plot", "path": str(sb.workspace / f) if sb.workspace else f})
-        pending.update(observation=observation, execution=ExecSummary(
-            duration_s=result.duration_s, ok=result.ok, error_type=result.error.type if result.error else None,
-            timed_out=result.timed_out, truncated=result.truncated, files_changed=list(result.files_changed)).model_dump())
-        step = Step(**pending)
-        return {"steps": [step.model_dump(mode="json")], "pending": None,
-                "messages": [{"role": "interpreter", "content": render_observation(observation)}]}
+def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_first_message: int) -> ModelCall:
+    """The training record of one call. Its messages are the provider's request messages; our own copies only add
+    what wrote each one, so a layer that changed the messages on the way out is an error, not a silent mismatch."""
+    c = d.completion
+    as_sent = c.request_messages or [{"role": "user" if m["role"] == "interpreter" else m["role"],
+                                      "content": m["content"]} for m in sent]  # an LLM stub that does not echo them
+    if len(as_sent) != len(sent) or any(a["content"] != m["content"] for a, m in zip(as_sent, sent)):
+        raise ValueError(f"model call {index}: the provider received {len(as_sent)} messages that differ from the "
+                         f"{len(sent)} in the analyst's conversation; the trajectory would not be a faithful record")
+    messages = [RecordedMessage(role=a["role"], content=a["content"], source=m.get("source", ""),
+                                trainable=m.get("source") == "model" and i >= q_first_message)
+                for i, (a, m) in enumerate(zip(as_sent, sent))]
+    templates: dict[str, str] = {}
+    for m in sent:
+        templates.update(m.get("templates") or {})
+    return ModelCall(index=index, messages=messages, templates=templates, completion=c.text, reply=d.reply,
+                     action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None,
+                     repaired=d.turn.repaired,
+                     sampling=dict(c.sampling), prompt_tokens=c.usage.prompt_tokens,
+                     completion_tokens=c.usage.completion_tokens, latency_s=c.latency_s,
+                     finish_reason=c.finish_reason, cached=c.cached, model=c.model, provider=c.provider)
 
-    def route_after_execute(state: AnalystState) -> Literal["act", "finalize"]:
-        return "finalize" if state.get("turn", 0) >= cfg.max_turns else "act"
 
-    async def check(state: AnalystState) -> dict[str, Any]:
-        pending = dict(state["pending"] or {})
-        answer = pending["action"]["content"]
-        step = Step(**pending)
-        update: dict[str, Any] = {"steps": [step.model_dump(mode="json")], "pending": None, "final_answer": answer}
-        problems = agent.answer_problems(answer, state.get("question", ""), _names(state))
-        if problems and state.get("retries_left", 0) > 0 and state.get("turn", 0) < cfg.max_turns:
-            feedback = agent.format_feedback(problems, _names(state))
-            emit({"type": "feedback", "text": feedback})
-            update.update(retries_left=state["retries_left"] - 1, messages=[{"role": "user", "content": feedback}])
-        else:
-            rounded = agent.round_to_request(answer, state.get("question", ""), _names(state)) if problems else None
-            if rounded is not None:  # the model ignored the rounding feedback: round its own numbers, and say so
-                update["final_answer"] = rounded
-                emit({"type": "feedback", "text": "rounded the answer's values to the requested decimals"})
-            update["status"] = "answered"
+def route_after_act(state: AnalystState) -> Literal["execute", "check", "act", "finalize"]:
+    pending = state.get("pending")
+    if pending is None:
+        return "finalize" if state.get("turn", 0) >= state["max_turns"] else "act"
+    return "execute" if pending["action"]["kind"] == "code" else "check"
+
+
+async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    rt = context(runtime)
+    cfg = rt.settings.analyst
+    pending = dict(state["pending"] or {})
+    code = pending["action"]["content"]
+    emit({"type": "code", "code": code})
+    sb, fresh = await rt.sessions.get(state["session_id"], state.get("files", []), state.get("workspace"))
+    if fresh:
+        await sb.run(agent.PRELUDE)
+        await _replay(sb, state.get("steps", []))
+    result = await sb.run(code, timeout=cfg.cell_timeout_s)
+    observation = agent.observation_text(result, cfg.max_observation_chars)
+    nudged = observation != result.to_observation(cfg.max_observation_chars)
+    previous = next((s for s in reversed(state.get("steps", [])) if s.get("action")), None)
+    if previous and previous["action"] == pending["action"] and _same_output(previous.get("observation") or "", observation):
+        observation += agent.repeat_nudge()  # weak models loop on a failing cell; say so plainly
+        nudged = True
+    if result.restarted:  # timeout or crash: rebuild the variables earlier cells made
+        replayed = await sb.replay()
+        observation += agent.restart_note(None if replayed.ok else str(replayed.error))
+        nudged = True
+    emit({"type": "output", "text": observation, "ok": result.ok})
+    for f in result.files_changed:
+        if f.lower().endswith((".png", ".jpg", ".jpeg", ".svg")):
+            emit({"type": "plot", "path": str(sb.workspace / f) if sb.workspace else f})
+    pending.update(observation=observation, execution=ExecSummary(
+        duration_s=result.duration_s, ok=result.ok, error_type=result.error.type if result.error else None,
+        timed_out=result.timed_out, truncated=result.truncated, files_changed=list(result.files_changed)).model_dump())
+    step = Step(**pending)
+    templates = (agent.FEEDBACK_TEMPLATE,) if nudged else ()
+    return {"steps": [step.model_dump(mode="json")], "pending": None,
+            "messages": [_msg("interpreter", render_observation(observation), "interpreter", *templates)]}
+
+
+def route_after_execute(state: AnalystState) -> Literal["act", "finalize"]:
+    return "finalize" if state.get("turn", 0) >= state["max_turns"] else "act"
+
+
+async def check(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    cfg = context(runtime).settings.analyst
+    pending = dict(state["pending"] or {})
+    answer = pending["action"]["content"]
+    step = Step(**pending)
+    update: dict[str, Any] = {"steps": [step.model_dump(mode="json")], "pending": None, "final_answer": answer,
+                              "graded_answer": answer, "postprocessed": []}
+    question, names = state.get("question", ""), _names(state)
+    problems = agent.answer_problems(answer, question, names)
+    if problems and state.get("retries_left", 0) > 0 and state.get("turn", 0) < cfg.max_turns:
+        text = agent.format_feedback(problems, names)
+        emit({"type": "feedback", "text": text})
+        update.update(retries_left=state["retries_left"] - 1,
+                      messages=[_msg("user", text, "feedback", agent.FEEDBACK_TEMPLATE)])
         return update
+    postprocess = state.get("postprocess")
+    if postprocess is None:
+        postprocess = cfg.postprocess
+    rounded = agent.round_to_request(answer, question, names) if problems and postprocess else None
+    if rounded is not None:  # the model ignored the rounding feedback: the grader sees its numbers rounded, on record
+        update["graded_answer"] = rounded
+        update["postprocessed"] = [PostProcess(
+            kind="round_decimals", before=answer, after=rounded,
+            reason="the answer kept more decimals than requested after the format feedback: " + "; ".join(problems),
+        ).model_dump()]
+        emit({"type": "feedback", "text": "rounded the answer's values to the requested decimals"})
+    update["status"] = "answered"
+    return update
 
-    def route_after_check(state: AnalystState) -> Literal["act", "finalize"]:
-        return "finalize" if state.get("status") == "answered" else "act"
 
-    async def finalize(state: AnalystState) -> dict[str, Any]:
-        status = state.get("status")
-        if status != "answered":
-            status = "answered" if state.get("final_answer") else "max_turns"
-        steps = [Step.model_validate(s) for s in state.get("steps", [])[state.get("q_first_step", 0):]]
-        msgs = state.get("messages", [])
-        system = next((m["content"] for m in msgs if m["role"] == "system"), "")
-        user = state.get("user_prompt") or state.get("question", "")
-        ep = rt.settings.llm.for_role(ROLE)
-        traj = Trajectory(
-            id=f"{state.get('task_id') or 'chat'}-{state.get('sample_index', 0)}-{uuid.uuid4().hex[:8]}",
-            task_id=state.get("task_id") or "chat", model=ep.model, provider=ep.provider,
-            label="sampled" if state.get("task_id") else "chat", sample_index=state.get("sample_index", 0),
-            system_prompt=system, user_prompt=user, steps=steps, final_answer=state.get("final_answer"),
-            status=status, prompt_tokens=sum(s.prompt_tokens for s in steps),
-            completion_tokens=sum(s.completion_tokens for s in steps),
-            time_s=round(time.time() - state.get("started", time.time()), 3),
-            metadata={"few_shot": "analyst_example.json", "categories": state.get("categories") or [],
-                      "answer_rounded_by_agent": bool(steps and steps[-1].action and state.get("final_answer")
-                                                      and steps[-1].action.content != state.get("final_answer"))})
-        emit({"type": "answer" if traj.final_answer else "done", "text": traj.final_answer or "", "status": status})
-        return {"status": status, "trajectory": traj.model_dump(mode="json")}
+def route_after_check(state: AnalystState) -> Literal["act", "finalize"]:
+    return "finalize" if state.get("status") == "answered" else "act"
 
-    g = StateGraph(AnalystState)
+
+async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    rt = context(runtime)
+    status = state.get("status")
+    if status != "answered":
+        status = "answered" if state.get("final_answer") else "max_turns"
+    steps = [Step.model_validate(s) for s in state.get("steps", [])[state.get("q_first_step", 0):]]
+    calls = [ModelCall.model_validate(c) for c in state.get("calls", [])[state.get("q_first_call", 0):]]
+    msgs = state.get("messages", [])
+    system = next((m["content"] for m in msgs if m["role"] == "system"), "")
+    user = state.get("user_prompt") or state.get("question", "")
+    ep = rt.settings.llm.for_role(ROLE)
+    traj = Trajectory(
+        id=f"{state.get('task_id') or 'chat'}-{state.get('sample_index', 0)}-{uuid.uuid4().hex[:8]}",
+        task_id=state.get("task_id") or "chat", model=ep.model, provider=ep.provider,
+        label="sampled" if state.get("task_id") else "chat", sample_index=state.get("sample_index", 0),
+        system_prompt=system, user_prompt=user, steps=steps, calls=calls, final_answer=state.get("final_answer"),
+        postprocess=[PostProcess.model_validate(p) for p in state.get("postprocessed") or []],
+        graded_answer=state.get("graded_answer") if state.get("final_answer") else None,
+        status=status, prompt_tokens=sum(s.prompt_tokens for s in steps),
+        completion_tokens=sum(s.completion_tokens for s in steps),
+        time_s=round(time.time() - state.get("started", time.time()), 3),
+        metadata={"few_shot": agent.EXAMPLE_TEMPLATE, "categories": state.get("categories") or []})
+    emit({"type": "answer" if traj.final_answer else "done", "text": traj.answer_to_grade or "", "status": status})
+    return {"status": status, "trajectory": traj.model_dump(mode="json")}
+
+
+def build_analyst_graph(checkpointer: Any = None) -> Any:
+    """The compiled analyst graph; run it with `context=GraphRuntime` (the LLM, sandboxes and settings).
+
+    No `context_schema=GraphRuntime`: LangGraph coerces a context dict into a dataclass schema, and `langgraph dev`
+    sends each run a (filtered, here empty) dict, so `GraphRuntime(**{})` would fail before the first node; nodes get
+    the runtime through `context(runtime)`, which falls back to a settings-built one under the server."""
+    g = StateGraph(AnalystState, input_schema=AnalystInput)
     g.add_node("prepare", prepare)
     g.add_node("act", act)
     g.add_node("execute", execute)
@@ -191,23 +274,25 @@ def build_analyst_graph(rt: GraphRuntime, checkpointer: Any = None) -> Any:
 
 def _same_output(before: str, now: str) -> bool:
     """Equal up to the interpreter's cell numbering (tracebacks name <cell-N>)."""
-    norm = lambda t: re.sub(r"<cell-\d+>", "<cell>", t.split("\n[You ran the same code")[0])  # noqa: E731
+    nudge = agent.repeat_nudge()
+    norm = lambda t: re.sub(r"<cell-\d+>", "<cell>", t.split(nudge)[0])  # noqa: E731
     return norm(before) == norm(now)
 
 
-def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, str]], str]:
+def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, Any]], str]:
     """Messages that open a question (file I/O: profiling and prompt templates, so run it off the event loop)."""
-    new: list[dict[str, str]] = []
+    new: list[dict[str, Any]] = []
+    hints = agent.category_hints(state.get("categories") or [])
+    user_templates = (agent.USER_TEMPLATE, agent.HINTS_TEMPLATE) if hints else (agent.USER_TEMPLATE,)
     if not state.get("messages"):
         profile_text = _profile(state.get("files", []), profile_chars)
-        new.append({"role": "system", "content": agent.system_prompt(state.get("hints"))})
-        new.extend(agent.few_shot_messages())
-        user_prompt = agent.user_prompt(state["question"], profile_text, names,
-                                        agent.category_hints(state.get("categories") or []))
+        new.append(_msg("system", agent.system_prompt(state.get("hints")), "system", agent.SYSTEM_TEMPLATE))
+        new.extend({**m, "source": "example", "templates": agent.versions(agent.EXAMPLE_TEMPLATE)}
+                   for m in agent.few_shot_messages())
+        user_prompt = agent.user_prompt(state["question"], profile_text, names, hints)
     else:
-        user_prompt = agent.user_prompt(state["question"], "", names,
-                                        agent.category_hints(state.get("categories") or []))
-    new.append({"role": "user", "content": user_prompt})
+        user_prompt = agent.user_prompt(state["question"], "", names, hints)
+    new.append(_msg("user", user_prompt, "task", *user_templates))
     return new, user_prompt
 
 
@@ -232,10 +317,12 @@ async def _replay(sb: Any, steps: list[dict[str, Any]]) -> None:
 
 def initial_state(question: str, files: list[str], *, task_id: str | None = None, answer_names: list[str] | None = None,
                   categories: list[str] | None = None, sample_index: int = 0, temperature: float | None = None,
-                  session_id: str | None = None, workspace: str | None = None) -> dict[str, Any]:
+                  session_id: str | None = None, workspace: str | None = None,
+                  postprocess: bool | None = None) -> dict[str, Any]:
     state: dict[str, Any] = {"question": question, "files": [str(f) for f in files], "sample_index": sample_index}
     for key, value in (("task_id", task_id), ("answer_names", answer_names), ("categories", categories),
-                       ("temperature", temperature), ("session_id", session_id), ("workspace", workspace)):
+                       ("temperature", temperature), ("session_id", session_id), ("workspace", workspace),
+                       ("postprocess", postprocess)):
         if value is not None:
             state[key] = value
     return state

@@ -12,7 +12,7 @@ from worldsmith.graphs.runtime import GraphRuntime
 def _analyst(rt: GraphRuntime, checkpointer: Any = None) -> Any:
     from worldsmith.graphs.analyst import build_analyst_graph
 
-    return build_analyst_graph(rt, checkpointer=checkpointer)
+    return build_analyst_graph(checkpointer=checkpointer)  # the runtime comes as context= at invocation
 
 
 @register("router")

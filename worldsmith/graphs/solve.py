@@ -24,10 +24,13 @@ def task_files(task: Task) -> list[Path]:
 class TaskSolver:
     """`await solver(task, sample_index) -> Trajectory`; one fresh sandbox per trajectory."""
 
-    def __init__(self, rt: GraphRuntime, temperature: float | None = None):
+    def __init__(self, rt: GraphRuntime, temperature: float | None = None, *, postprocess: bool | None = None):
+        """`postprocess=False` for trajectories that become training data (graded on the model's raw answer);
+        None follows the analyst.postprocess setting."""
         self.rt = rt
-        self.graph = build_analyst_graph(rt)
+        self.graph = build_analyst_graph()
         self.temperature = temperature
+        self.postprocess = postprocess
 
     async def __call__(self, task: Task, sample_index: int = 0) -> Trajectory:
         session = f"{task.id}-{sample_index}-{uuid.uuid4().hex[:6]}"
@@ -36,9 +39,10 @@ class TaskSolver:
                               categories=[task.category, *task.tags] if task.category else task.tags,
                               sample_index=sample_index,
                               temperature=self.temperature if sample_index or self.temperature else None,
-                              session_id=session)
+                              session_id=session, postprocess=self.postprocess)
         try:
-            out: dict[str, Any] = await self.graph.ainvoke(state, {"recursion_limit": 8 * self.rt.settings.analyst.max_turns + 20})
+            out: dict[str, Any] = await self.graph.ainvoke(
+                state, {"recursion_limit": 8 * self.rt.settings.analyst.max_turns + 20}, context=self.rt)
         finally:
             await self.rt.sessions.close(session)
         return Trajectory.model_validate(out["trajectory"])

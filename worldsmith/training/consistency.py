@@ -115,9 +115,9 @@ def consistent(answers: Sequence[Answer], rel_tol: float = 0.03) -> ConsistencyR
 
 def trajectory_answer(traj: Trajectory) -> str | None:
     """The answer a trajectory committed to; unanswered trajectories have none."""
-    if traj.status != "answered" or not (traj.final_answer or "").strip():
+    if traj.status != "answered" or not (traj.answer_to_grade or "").strip():
         return None
-    return traj.final_answer
+    return traj.answer_to_grade
 
 
 def select(trajectories: Sequence[Trajectory], strategy: Strategy = "con-select", *, rel_tol: float = 0.03,

@@ -162,7 +162,7 @@ class ChatService:
                 stack = contextlib.AsyncExitStack()
                 saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(db)))
                 self._rt, self._stack, self.loop = rt, stack, asyncio.get_running_loop()
-                self._graph = build_analyst_graph(rt, checkpointer=saver)
+                self._graph = build_analyst_graph(checkpointer=saver)
             return self._graph
 
     def _config(self, thread_id: str) -> dict[str, Any]:
@@ -184,7 +184,7 @@ class ChatService:
             else:
                 state = initial_state(question, thread.files, session_id=thread.id,
                                       workspace=str(self.workspace_dir(thread.id)))
-            async for event in graph.astream(state, cfg, stream_mode="custom"):
+            async for event in graph.astream(state, cfg, context=self._rt, stream_mode="custom"):
                 yield event
 
     async def forget(self, thread_id: str) -> None:
