@@ -289,17 +289,16 @@ _DECIMALS_RE = re.compile(r"\b(\d+|one|two|three|four|five|six)[\s-]+decimal", r
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
-def decimals_by_name(text: str) -> dict[str, int]:
+def decimals_by_name(text: str, names: Iterable[str] = ()) -> dict[str, int]:
     """Decimal places asked for each `@name[placeholder]` of a format, clause by clause.
 
     A clause is a run of tags plus the description that follows them, up to the next tag. A "N decimal"
     phrase in it applies to the tags whose placeholder (or name) is mentioned since the previous phrase,
     else to the clause's tags not yet given one. Phrases before the first tag (question, constraints) apply
-    to tags left without one, only when they all ask for the same number."""
-    tags = list(OFFICIAL_TAG_RE.finditer(text or ""))
+    to tags (and `names`) left without one, only when they all ask for the same number."""
+    text = text or ""
+    tags = list(OFFICIAL_TAG_RE.finditer(text))
     out: dict[str, int] = {}
-    if not tags:
-        return out
     groups: list[tuple[list[re.Match[str]], str]] = []
     for i, m in enumerate(tags):
         end = tags[i + 1].start() if i + 1 < len(tags) else len(text)
@@ -310,11 +309,11 @@ def decimals_by_name(text: str) -> dict[str, int]:
             groups.append(([m], between))
     for members, description in groups:
         _assign(description, [(m.group(1), m.group(2)) for m in members], out)
-    preamble = {_to_int(p.group(1)) for p in _DECIMALS_RE.finditer(text[:tags[0].start()])}
+    preamble = {_to_int(p.group(1)) for p in _DECIMALS_RE.finditer(text[:tags[0].start() if tags else len(text)])}
     if len(preamble) == 1:
         places = preamble.pop()
-        for m in tags:
-            out.setdefault(m.group(1), places)
+        for name in [m.group(1) for m in tags] + list(names):
+            out.setdefault(name, places)
     return out
 
 

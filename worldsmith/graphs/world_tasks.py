@@ -14,7 +14,7 @@ from worldsmith.core.schemas import (Action, AnswerSpec, DeliverableSpec, Diffic
 from worldsmith.core.store import write_model
 from worldsmith.core.taskpkg import TaskCollection, workspace_ref
 from worldsmith.graphs.runtime import GraphRuntime, emit
-from worldsmith.training.answers import extract_answers, match_value
+from worldsmith.core.grading import extract_answers, tolerant
 
 
 async def verify_solution(rt: GraphRuntime, code: str, data_root: Path, pid: str, expected: float,
@@ -26,7 +26,7 @@ async def verify_solution(rt: GraphRuntime, code: str, data_root: Path, pid: str
         result = await sb.run(code, timeout=max(rt.settings.sandbox.timeout_s, 120))
     output = result.to_observation(4000)
     got = extract_answers(result.stdout).get(pid)
-    ok = result.ok and match_value(expected, got, tol.abs, tol.rel)
+    ok = result.ok and tolerant(tol.abs, tol.rel)(expected, got)
     return ok, output, got
 
 
