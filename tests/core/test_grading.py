@@ -194,6 +194,7 @@ def test_a_rubric_outcome_uses_its_own_proportional_value() -> None:
     ("Give the mean to 2 decimals and the std to 4 decimals. @mean[m] @std[s]", {}),  # ambiguous preamble
     ('Round to 2 decimal places. @a[x] where "x" is rounded to four decimal places. @b[y]', {"a": 4, "b": 2}),
     ("@a[x] where x is a string.", {}),
+    ("@skew[float, rounded to two decimal places] @kurt[float, rounded to 3 decimal places].", {"skew": 2, "kurt": 3}),
     ("", {}),
 ])
 def test_decimals_come_from_each_format_clause(text: str, decimals: dict[str, int]) -> None:

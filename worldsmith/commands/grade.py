@@ -8,7 +8,6 @@ Exit 0 when the file was graded, 2 when it cannot be read or a line is malformed
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +16,7 @@ from rich.markup import escape
 
 from worldsmith.commands.common import EXIT_USAGE, console, emit_json, fail
 from worldsmith.core.grading import Outcome, dabench_accuracies, grade_label
+from worldsmith.core.store import ArtifactError, read_jsonl_lines
 
 RULES = ("official", "tolerant")
 
@@ -26,15 +26,9 @@ def register(root: typer.Typer) -> None:
 
 
 def read_responses(path: Path) -> list[dict[str, Any]]:
-    """The lines of a responses file, checked; ValueError names the file and line of the first bad one."""
+    """The lines of a responses file, checked; the error names the file and line of the first bad one."""
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+    for lineno, rec in read_jsonl_lines(path):
         label = rec.get("label") if isinstance(rec, dict) else None
         if not isinstance(label, list) or not label or not all(
                 isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in label):
@@ -62,7 +56,8 @@ def grade_rows(rows: list[dict[str, Any]], rule: str) -> dict[str, Any]:
 
 
 def grade_cmd(
-    responses: Annotated[Path, typer.Argument(help='JSONL file of {"label": [[name, value], ...], "response": "..."}.')],
+    responses: Annotated[Path, typer.Argument(
+        help='JSONL file of {"label": [[name, value], ...], "response": "..."}.')],
     rule: Annotated[str, typer.Option("--rule", help="official (InfiAgent-DABench's rule) or tolerant.")] = "official",
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -73,7 +68,7 @@ def grade_cmd(
         fail(f"{responses}: no such file", code=EXIT_USAGE)
     try:
         rows = read_responses(responses)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ArtifactError, ValueError, UnicodeDecodeError) as exc:
         fail(escape(str(exc)), code=EXIT_USAGE)  # the message shows [[name, value]]: not rich markup
     result = grade_rows(rows, rule)
     if json_out:

@@ -293,8 +293,9 @@ def decimals_by_name(text: str, names: Iterable[str] = ()) -> dict[str, int]:
     """Decimal places asked for each `@name[placeholder]` of a format, clause by clause.
 
     A clause is a run of tags plus the description that follows them, up to the next tag. A "N decimal"
-    phrase in it applies to the tags whose placeholder (or name) is mentioned since the previous phrase,
-    else to the clause's tags not yet given one. Phrases before the first tag (question, constraints) apply
+    phrase inside a tag's brackets applies to that tag; one in a clause's description applies to the tags
+    whose placeholder (or name) is mentioned since the previous phrase, else to the clause's tags not yet
+    given one. Phrases before the first tag (question, constraints) apply
     to tags (and `names`) left without one, only when they all ask for the same number."""
     text = text or ""
     tags = list(OFFICIAL_TAG_RE.finditer(text))
@@ -309,6 +310,10 @@ def decimals_by_name(text: str, names: Iterable[str] = ()) -> dict[str, int]:
             groups.append(([m], between))
     for members, description in groups:
         _assign(description, [(m.group(1), m.group(2)) for m in members], out)
+    for m in tags:  # '@skew[float, rounded to two decimal places]': the tag's own placeholder says it
+        inside = _DECIMALS_RE.search(m.group(2))
+        if inside:
+            out[m.group(1)] = _to_int(inside.group(1))
     preamble = {_to_int(p.group(1)) for p in _DECIMALS_RE.finditer(text[:tags[0].start() if tags else len(text)])}
     if len(preamble) == 1:
         places = preamble.pop()
