@@ -5,7 +5,8 @@ the one table its question names, with `WorkspaceRef.root` pointing at the table
 
 Both layouts are accepted: the share's (`questions.jsonl`, `labels.jsonl`, `tables/`) and the upstream
 repository's (`da-dev-questions.jsonl`, `da-dev-labels.jsonl`, `da-dev-tables/`).
-Grading uses the official rule (exact string or |x - y| <= 1e-6), recorded as `metadata["strict_grading"]`.
+Grading uses the official rule (core/grading.official_dabench: the same string, or |x - y| < 1e-6 as Python's
+float() reads them), recorded as `metadata["strict_grading"]`.
 """
 
 from __future__ import annotations
