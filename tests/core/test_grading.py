@@ -70,7 +70,7 @@ def test_official_rule_with_no_answer_or_non_numbers() -> None:
     ("1,234.5", 1234.5), ("$3", 3.0), ("-$3", -3.0), ("12%", 0.12), (" 7 ", 7.0), ("'5'", 5.0), ("1e-3", 0.001),
     (".5", 0.5), ("1234 USD", 1234.0), (4, 4.0), (2.5, 2.5),
     ("1,2", None), ("1,2,3", None), ("1 2", None), ("3 kg", None), ("7.2 pp", None), ("abc", None), ("", None),
-    (True, None), (None, None), ("1,2345", None),
+    (True, None), (None, None), ("1,2345", None), ("-$-3", None), ("$-3", -3.0), ("3 p.p.", None),
 ])
 def test_parse_number(text: object, value: float | None) -> None:
     got = parse_number(text)

@@ -79,7 +79,7 @@ def parse_quantity(value: object) -> Quantity | None:
         return Quantity(float(value), None, "")
     s = unicodedata.normalize("NFKC", str(value)).strip().strip("'\"`").strip()
     m = _QUANTITY_RE.match(s)
-    if not m:
+    if not m or (m.group("sign") and m.group("num")[0] in "+-"):  # '-$-3': two signs
         return None
     currency = m.group("cur")
     suffix = m.group("suffix").strip().lower().rstrip(".")
