@@ -56,9 +56,12 @@ def main() -> None:
     o = result["overall"]
     print(f"workload: {o['n_tasks']} DABench dev questions × {o['samples']} sample(s), model {args.model}, "
           f"{settings.analyst.max_turns} turns max")
-    print(f"accuracy by question     {o['accuracy_by_question']:.1%}")
-    print(f"accuracy by sub-question {o['accuracy_by_sub_question']:.1%}")
-    print(f"proportional accuracy    {o['proportional_accuracy']:.1%}")
+    print(f"{o['n_empty']} empty responses; official denominators leave them out, conservative ones count them wrong")
+    print("                         official  conservative")
+    for key, label in (("accuracy_by_question", "accuracy by question"),
+                       ("accuracy_by_sub_question", "accuracy by sub-question"),
+                       ("proportional_accuracy", "proportional accuracy")):
+        print(f"{label:<25}{o['official_' + key]:>8.1%}  {o[key]:>12.1%}")
     print(f"pass@1                   {o['pass_at_1']:.1%}")
     for level, m in sorted(result["by_level"].items()):
         print(f"  {level:<7} pass@1 {m['pass_at_1']:.1%} over {m['n_tasks']} questions")

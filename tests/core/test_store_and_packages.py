@@ -84,6 +84,24 @@ def test_package_round_trip_and_layout(tmp_path: Path) -> None:
     assert float((tmp_path / "reward.txt").read_text()) == 1.0
 
 
+def test_package_ships_core_grading_and_the_tasks_rule(tmp_path: Path) -> None:
+    from worldsmith.core import grading
+
+    ws = _workspace(tmp_path)
+    tolerant_pkg = write_task_package(_closed_task(ws), tmp_path / "pkg" / "t1")
+    assert (tolerant_pkg / "tests" / "grade.py").read_bytes() == Path(grading.__file__).read_bytes()
+    assert json.loads((tolerant_pkg / "tests" / "expected.json").read_text()) == [
+        {"name": "total", "value": 30.0, "tolerance": {"abs": 0.01}}]
+    strict = _closed_task(ws, "t2").model_copy(update={"metadata": {"strict_grading": True}})
+    strict_pkg = write_task_package(strict, tmp_path / "pkg" / "t2")
+    assert json.loads((strict_pkg / "tests" / "expected.json").read_text())[0]["rule"] == "official"
+    (tmp_path / "resp.txt").write_text("@total[30.004]")  # within 0.01, but not the same number: official says no
+    r = subprocess.run([sys.executable, str(strict_pkg / "tests" / "grade.py"),
+                        str(strict_pkg / "tests" / "expected.json"), str(tmp_path / "resp.txt")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and json.loads(r.stdout)["items"][0]["correct"] is False
+
+
 def test_package_refuses_changed_data_and_conflicting_rewrite(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     task = _closed_task(ws)

@@ -97,3 +97,13 @@ def test_report_task_is_refused() -> None:
                 rubric=Rubric(criteria=[Criterion(id="c", section="insight", observable="o", satisfy="s")]))
     with pytest.raises(ValueError, match="task r: grade_closed_form needs a task with answers"):
         grade_closed_form(task, "@x[1]")
+
+
+def test_a_declared_unit_is_honoured_by_the_tolerant_rule() -> None:
+    share = _task(AnswerSpec(name="x", value=7.2, unit="percentage points"))
+    assert grade_closed_form(share, "@x[7.2 pp]", strict=False).passed
+    assert grade_closed_form(share, "@x[7.2%]", strict=False).passed
+    assert not grade_closed_form(share, "@x[0.072]", strict=False).passed  # a fraction is another quantity
+    fraction = _task(AnswerSpec(name="x", value=0.072, unit="fraction"))
+    assert not grade_closed_form(fraction, "@x[7.2]", strict=False).passed
+    assert grade_closed_form(fraction, "@x[7.2%]", strict=False).passed

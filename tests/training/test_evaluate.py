@@ -77,6 +77,15 @@ async def test_metrics_match_hand_computed_values(tmp_path: Path) -> None:
     # proportional: s0 (1+0+0+1)/4, s1 (0.5)/4, s2 (1+2/3)/4
     assert o.proportional_accuracy == pytest.approx(25 / 72)
     assert o.n_errors == 3 and o.n_tasks == 4
+    # official denominators leave out empty responses: C's 3 crashes and D's unanswered s1 (4 empty samples).
+    # s0 over A,B,D: by q 2/3, by sub 5/6, prop 2/3; s1 over A,B: 0, 1/3, 1/4; s2 over A,B,D: 1/3, 4/6, 5/9
+    assert o.n_empty == 4
+    assert o.official_accuracy_by_question == pytest.approx((2 / 3 + 0 + 1 / 3) / 3)
+    assert o.official_accuracy_by_sub_question == pytest.approx((5 / 6 + 1 / 3 + 4 / 6) / 3)
+    assert o.official_proportional_accuracy == pytest.approx((2 / 3 + 1 / 4 + 5 / 9) / 3)
+    md = (run.path / "report.md").read_text()
+    assert "## DABench accuracies under both denominators" in md
+    assert f"| all | 4 | 4 | {100 / 3:.1f}% / 25.0% |" in md
     # breakdowns
     assert report.by_category["stats"].pass_at_1 == pytest.approx(1 / 3)
     assert report.by_category["corr"].pass_at_1 == pytest.approx(1 / 6)

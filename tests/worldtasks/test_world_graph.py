@@ -9,7 +9,7 @@ from pathlib import Path
 
 from worldsmith.core.taskpkg import TaskCollection
 from worldsmith.graphs.world import build_world_graph
-from worldsmith.training.answers import grade
+from worldsmith.core.grading import grade
 
 REQUEST = ("I'm preparing next quarter's pricing review and need a clear picture of what moves our numbers. "
            "Please dig into the account data and tell me what you find, with the evidence.")

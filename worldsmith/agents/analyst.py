@@ -15,7 +15,7 @@ from worldsmith.core.schemas import Action
 from worldsmith.prompts import template
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
                                       render_observation, render_turn, to_chat_roles)
-from worldsmith.training.answers import extract_answers, parse_number
+from worldsmith.core.grading import decimals_by_name, extract_answers, parse_number
 
 SYSTEM_TEMPLATE = "analyst_system.md"
 EXAMPLE_TEMPLATE = "analyst_example.json"
@@ -24,8 +24,6 @@ HINTS_TEMPLATE = "analyst_hints.md"
 FEEDBACK_TEMPLATE = "analyst_feedback.md"
 
 _NAME_RE = re.compile(r"@(\w+)\[")
-_DECIMALS_RE = re.compile(r"(\d+|one|two|three|four|five|six)[\s-]+decimal", re.IGNORECASE)
-_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
 def versions(*names: str) -> dict[str, str]:
@@ -123,14 +121,6 @@ async def decide(llm: Any, messages: list[dict[str, str]], *, role: str = "agent
     return Decision(turn=parse_turn_lenient(raw), raw=raw, completion=completion)
 
 
-def requested_decimals(instruction: str) -> int | None:
-    m = _DECIMALS_RE.search(instruction)
-    if not m:
-        return None
-    word = m.group(1).lower()
-    return _WORDS.get(word) if word in _WORDS else int(word)
-
-
 def answer_problems(answer: str, instruction: str, names: list[str]) -> list[str]:
     """What is wrong with a final answer's form (never its content): missing tags, empty values, rounding."""
     if not names:
@@ -138,12 +128,11 @@ def answer_problems(answer: str, instruction: str, names: list[str]) -> list[str
     got = extract_answers(answer)
     problems = [f"@{n}[value] is missing" for n in names if n not in got]
     problems += [f"@{n}[] is empty" for n in names if n in got and not got[n].strip()]
-    decimals = requested_decimals(instruction)
-    if decimals is not None:
-        for n in names:
-            v = got.get(n, "")
-            if parse_number(v) is not None and "." in v and len(v.split(".")[-1].rstrip("%")) > decimals:
-                problems.append(f"@{n}[{v}] has more than the {decimals} decimal places requested")
+    decimals = decimals_by_name(instruction, names)  # per sub-answer: each format clause asks for its own
+    for n in names:
+        v, places = got.get(n, ""), decimals.get(n)
+        if places is not None and parse_number(v) is not None and "." in v and len(v.split(".")[-1].rstrip("%")) > places:
+            problems.append(f"@{n}[{v}] has more than the {places} decimal places requested")
     return problems
 
 
@@ -151,19 +140,20 @@ def round_to_request(answer: str, instruction: str, names: list[str]) -> str | N
     """The answer with each requested @name[number] rounded to the decimals the instruction asks for, or None when
     nothing needs it. Used once the model has ignored the rounding feedback: it changes the form of the model's own
     numbers, never their content."""
-    decimals = requested_decimals(instruction)
-    if decimals is None:
+    decimals = decimals_by_name(instruction, names)
+    if not decimals:
         return None
     changed = False
 
     def fix(m: re.Match[str]) -> str:
         nonlocal changed
         name, value = m.group(1), m.group(2)
-        number = parse_number(value)
-        if name not in names or number is None or "." not in value or len(value.split(".")[-1]) <= decimals:
+        number, places = parse_number(value), decimals.get(name)
+        if name not in names or places is None or number is None or "." not in value \
+                or len(value.split(".")[-1]) <= places:
             return m.group(0)
         changed = True
-        return f"@{name}[{number:.{decimals}f}]"
+        return f"@{name}[{number:.{places}f}]"
 
     fixed = re.sub(r"@(\w+)\[([^\]]*)\]", fix, answer)
     return fixed if changed else None

@@ -6,11 +6,12 @@ through the same model, so a field added here is a field every pipeline agrees o
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from worldsmith.core.grading import tolerant
 
 SCHEMA_VERSION = "1"
 
@@ -35,14 +36,7 @@ class Tolerance(Model):
     rel: float | None = Field(None, ge=0, description="relative tolerance as a fraction (0.03 = 3%)")
 
     def accepts(self, expected: float, got: float) -> bool:
-        if math.isnan(expected) or math.isnan(got):
-            return False
-        diff = abs(expected - got)
-        if self.abs is None and self.rel is None:
-            return diff <= 1e-6
-        if self.abs is not None and diff <= self.abs + 1e-12:
-            return True
-        return self.rel is not None and diff <= self.rel * abs(expected) + 1e-12
+        return tolerant(self.abs, self.rel).numbers(expected, got)
 
 
 class AnswerSpec(Model):

@@ -232,6 +232,21 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
+def read_jsonl_lines(path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
+    """(line number, value) for every non-blank line of a JSONL file someone handed us: unlike `read_jsonl`
+    (our own files, where a torn last line is a killed writer's), any bad line is an error naming file and line."""
+    path = Path(path)
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((i, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ArtifactError(f"{path}:{i}: invalid JSON ({exc.msg})") from exc
+    return rows
+
+
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[dict[str, Any] | BaseModel]) -> Path:
     lines = [r.model_dump_json() if isinstance(r, BaseModel) else json.dumps(r, default=str) for r in records]
     return atomic_write_text(path, "".join(line + "\n" for line in lines))

@@ -38,7 +38,8 @@ from worldsmith.core.store import (
     write_jsonl,
 )
 
-_GRADER_SOURCE = Path(__file__).resolve().parent.parent / "training" / "answers.py"
+#: The verifier shipped in closed-form packages is core/grading.py itself (stdlib only), so they grade alike.
+_GRADER_SOURCE = Path(__file__).with_name("grading.py")
 TEST_SH = """#!/usr/bin/env bash
 # Harbor verifier entry point: grades /workspace/answer.md against expected.json, writes the reward.
 set -u
@@ -138,7 +139,8 @@ def write_task_package(task: Task, dest: str | os.PathLike[str], *, files_root: 
         tests = tmp / "tests"
         tests.mkdir()
         if task.kind == "closed_form":
-            expected = [a.model_dump(exclude_none=True) for a in task.answers]
+            rule = "official" if task.metadata.get("strict_grading") else None
+            expected = [{**a.model_dump(exclude_none=True), **({"rule": rule} if rule else {})} for a in task.answers]
             (tests / "expected.json").write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
             shutil.copyfile(_GRADER_SOURCE, tests / "grade.py")
             _write_exec(tests / "test.sh", TEST_SH)

@@ -228,13 +228,13 @@ class VerifySolutions(RowOperator):
     async def _verify(self, world_dir: Path, p: Any) -> dict[str, Any]:
         from worldsmith.evolution.worlds.solution import reference_solution_code
         from worldsmith.tools.sandbox import open_sandbox
-        from worldsmith.training.answers import extract_answers, match_value
+        from worldsmith.core.grading import extract_answers, tolerant
 
         code = await asyncio.to_thread(reference_solution_code, world_dir, p.id)
         async with open_sandbox(self.sandbox, inputs=[world_dir / "data"]) as sb:  # the scripts read data/…
             result = await sb.run(code, timeout=self.timeout_s)
         got = extract_answers(result.stdout).get(p.id)
-        ok = result.ok and match_value(float(p.value), got, p.tolerance.abs or None, p.tolerance.rel or None)
+        ok = result.ok and tolerant(p.tolerance.abs or None, p.tolerance.rel or None)(float(p.value), got)
         return {"ok": ok, "code": code, "output": result.to_observation(4000), "value": got}
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from worldsmith.core.schemas import Trajectory
-from worldsmith.training.answers import extract_answers, normalise_text, parse_number
+from worldsmith.core.grading import extract_answers, normalise_text, parse_number, tolerant
 
 Strategy = Literal["con-select", "random-select", "keep-all"]
 Answer = str | dict[str, Any] | None
@@ -49,7 +49,7 @@ def _canon(answer: Answer) -> str | float | dict[str, Any] | None:
     if isinstance(answer, dict):
         return {str(k): _canon_scalar(v) for k, v in answer.items()} or None
     if isinstance(answer, (int, float)) and not isinstance(answer, bool):
-        return float(answer)
+        return parse_number(answer)
     text = str(answer)
     tags = extract_answers(text)
     if tags:
@@ -69,8 +69,9 @@ def _scalar_agree(a: str | float | None, b: str | float | None, rel_tol: float) 
     if a is None or b is None:
         return False
     if isinstance(a, float) and isinstance(b, float):
-        scale = max(abs(a), abs(b))
-        return abs(a - b) <= max(rel_tol * scale, 1e-9)
+        # symmetric: relative to the larger of the two (neither is the expected one), with a 1e-9 floor
+        rule = tolerant(abs=1e-9, rel=rel_tol)
+        return rule.numbers(a, b) or rule.numbers(b, a)
     return not isinstance(a, float) and not isinstance(b, float) and a == b
 
 

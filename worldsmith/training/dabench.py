@@ -5,12 +5,12 @@ the one table its question names, with `WorkspaceRef.root` pointing at the table
 
 Both layouts are accepted: the share's (`questions.jsonl`, `labels.jsonl`, `tables/`) and the upstream
 repository's (`da-dev-questions.jsonl`, `da-dev-labels.jsonl`, `da-dev-tables/`).
-Grading uses the official rule (exact string or |x - y| <= 1e-6), recorded as `metadata["strict_grading"]`.
+Grading uses the official rule (core/grading.official_dabench: the same string, or |x - y| < 1e-6 as Python's
+float() reads them), recorded as `metadata["strict_grading"]`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +26,7 @@ from worldsmith.core.schemas import (
     Task,
     WorkspaceRef,
 )
-from worldsmith.core.store import ArtifactError
+from worldsmith.core.store import ArtifactError, read_jsonl_lines
 from worldsmith.core.taskpkg import workspace_ref
 
 BENCHMARK = "infiagent-dabench"
@@ -69,13 +69,11 @@ def _layout(root: Path) -> tuple[Path, Path, Path]:
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DABenchError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+    try:
+        lines = read_jsonl_lines(path)
+    except ArtifactError as exc:
+        raise DABenchError(str(exc)) from exc
+    for lineno, rec in lines:
         if not isinstance(rec, dict) or "id" not in rec:
             raise DABenchError(f"{path}:{lineno}: expected a JSON object with an 'id'")
         rows.append((lineno, rec))

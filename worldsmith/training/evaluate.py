@@ -7,7 +7,8 @@
 - Every trajectory is written atomically to `trajectories/<task_id>/<sample>.json` and recorded in the run's
   StepLedger, so re-running on the same run directory skips finished pairs (their saved grade is reused).
 - Metrics (metrics.py): pass@1 (mean over samples), unbiased pass@k, and DABench's accuracy by question,
-  by sub-question and proportional — over ALL tasks, unanswered = wrong — overall, per category, per level.
+  by sub-question and proportional under both denominators — conservative (ALL tasks, an empty or failed
+  response = wrong) and official (empty responses left out) — overall, per category, per level.
 - Writes `results.json` (the EvalReport) and `report.md` into the run directory.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from worldsmith.core.grading import is_empty_response
 from worldsmith.core.runs import RunDir
 from worldsmith.core.schemas import Grade, Task, Trajectory
 from worldsmith.core.store import ArtifactError, read_model, sha256_json, write_model
@@ -67,8 +69,9 @@ def primary_grade(traj: Trajectory) -> Grade | None:
 def _sample_result(task: Task, traj: Trajectory, grade: Grade, path: Path, run_dir: RunDir,
                    resumed: bool) -> SampleResult:
     correct, total = _sub_correct(task, grade)
+    empty = traj.status == "error" or is_empty_response(traj.final_answer)
     return SampleResult(sample_index=traj.sample_index, status=traj.status, passed=grade.passed, score=grade.score,
-                        sub_correct=correct, sub_total=total, error=traj.error, resumed=resumed,
+                        sub_correct=correct, sub_total=total, error=traj.error, empty=empty, resumed=resumed,
                         path=path.relative_to(run_dir.path).as_posix(), time_s=traj.time_s)
 
 

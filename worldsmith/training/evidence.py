@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from worldsmith.core.schemas import Criterion, Tolerance
-from worldsmith.training.answers import ANSWER_RE
+from worldsmith.core.grading import TAG_RE
 
 _NUM_RE = re.compile(
     r"(?<![\w.])([-+−]?)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(\s*%|\s*percent\b)?",
@@ -183,7 +183,7 @@ def check_numeric(criterion: Criterion, text: str) -> NumericCheck:
     crit_text = f"{criterion.observable} {criterion.satisfy}"
     percent_context = bool(_PERCENT_RE.search(crit_text))
 
-    tags = [raw.strip() for name, raw in ANSWER_RE.findall(text or "") if _norm_name(name) == _norm_name(criterion.id)]
+    tags = [raw.strip() for name, raw in TAG_RE.findall(text or "") if _norm_name(name) == _norm_name(criterion.id)]
     if tags:  # a tag named like the criterion is authoritative: free text is not searched
         for raw in tags:
             mentions = find_numbers(raw)

@@ -1,11 +1,13 @@
 """Graders: closed-form answers, rubrics (deterministic items first, LLM judge second), self-consistency.
 
-- `grade_closed_form(task, text)`: `@name[value]` sub-answers against the task's answers (answers.py rules;
-  `strict=True` is the official DABench rule, and a task can ask for it with `metadata["strict_grading"]`).
+- `grade_closed_form(task, text)`: `@name[value]` sub-answers against the task's answers (core/grading.py:
+  `strict=True` is the official DABench rule, and a task can ask for it with `metadata["strict_grading"]`;
+  otherwise the tolerant rule with each answer's tolerance and unit).
 - `grade_rubric(task_or_rubric, text, llm=None)`: items with a numeric expected value are checked from the
   text (evidence.py); the rest go to one batched judge call (judge.py). Without an LLM those are 'ungraded'
   and left out of the normalisation. Score = `Rubric.score` over the graded items.
 - `consistent(...)` / `select(...)`: re-exported from consistency.py.
+Each API is written once, async; the sync names are thin `run_sync` wrappers.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from worldsmith.core import grading
+from worldsmith.core.aio import run_sync
 from worldsmith.core.schemas import Criterion, Grade, Rubric, Task
-from worldsmith.training import answers
 from worldsmith.training.consistency import ConsistencyResult, consistent, select  # noqa: F401  (public API)
 from worldsmith.training.evidence import check_numeric
-from worldsmith.training.judge import CriterionVerdict, StructuredLLM, ajudge, judge
+from worldsmith.training.judge import CriterionVerdict, StructuredLLM, ajudge
 
 #: A rubric response passes when its normalised score reaches this and no filter item fails.
 RUBRIC_PASS_THRESHOLD = 0.6
@@ -40,7 +43,7 @@ def grade_closed_form(task: Task, response_text: str, strict: bool | None = None
     if strict is None:
         strict = bool(task.metadata.get("strict_grading", False))
     expected = [a.model_dump(exclude_none=True) for a in task.answers]
-    result = answers.grade(expected, response_text or "", strict=strict)
+    result = grading.grade(expected, response_text or "", rule="official" if strict else "tolerant")
     details = []
     for spec, item in zip(task.answers, result["items"]):
         details.append({"name": item["name"], "expected": item["expected"], "got": item["got"],
@@ -145,35 +148,32 @@ def _finish(rubric: Rubric, details: dict[str, dict[str, Any]], notes: list[str]
     return Grade(grader="rubric", score=score, passed=passed, details=ordered, note="; ".join(notes))
 
 
-def grade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,
-                 workspace_files: WorkspaceFiles = None, *, pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
+async def agrade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,
+                        workspace_files: WorkspaceFiles = None, *,
+                        pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
     """Rubric score: deterministic numeric items first, then one (batched) judge call for the rest.
 
     A judge failure (the model unavailable or unparseable) does not lose the deterministic results: the judged
     items become 'ungraded' and the note says why.
     """
-    rubric, instruction, text, details, pending = _start_rubric(task_or_rubric, response_text, workspace_files, llm)
-    verdicts, failure = None, None
-    if pending and llm is not None:
-        try:
-            verdicts = judge(llm, pending, text, instruction)
-        except _judge_errors() as exc:
-            failure = exc
-    return _end_rubric(rubric, details, pending, verdicts, failure, pass_threshold)
-
-
-async def agrade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,
-                        workspace_files: WorkspaceFiles = None, *,
-                        pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
-    """Async twin of `grade_rubric` (uses `llm.astructured`)."""
-    rubric, instruction, text, details, pending = _start_rubric(task_or_rubric, response_text, workspace_files, llm)
+    rubric, instruction = _rubric_of(task_or_rubric)
+    text = _full_text(response_text, read_workspace_texts(workspace_files))
+    details, pending = _deterministic_pass(rubric, text, will_judge=llm is not None)
     verdicts, failure = None, None
     if pending and llm is not None:
         try:
             verdicts = await ajudge(llm, pending, text, instruction)
         except _judge_errors() as exc:
             failure = exc
-    return _end_rubric(rubric, details, pending, verdicts, failure, pass_threshold)
+    reason = "no LLM judge given" if failure is None else f"judge failed: {type(failure).__name__}: {failure}"
+    _apply_verdicts(details, pending, verdicts, reason)
+    return _finish(rubric, details, [reason] if failure is not None else [], pass_threshold)
+
+
+def grade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,
+                 workspace_files: WorkspaceFiles = None, *, pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
+    """Sync wrapper of `agrade_rubric`."""
+    return run_sync(agrade_rubric(task_or_rubric, response_text, llm, workspace_files, pass_threshold=pass_threshold))
 
 
 def _judge_errors() -> tuple[type[BaseException], ...]:
@@ -182,34 +182,18 @@ def _judge_errors() -> tuple[type[BaseException], ...]:
     return (LLMError, ValueError)
 
 
-def _start_rubric(task_or_rubric: Task | Rubric, response_text: str, workspace_files: WorkspaceFiles,
-                  llm: StructuredLLM | None) -> tuple[Rubric, str, str, list, list]:
-    rubric, instruction = _rubric_of(task_or_rubric)
-    text = _full_text(response_text, read_workspace_texts(workspace_files))
-    details, pending = _deterministic_pass(rubric, text, will_judge=llm is not None)
-    return rubric, instruction, text, details, pending
-
-
-def _end_rubric(rubric: Rubric, details: list, pending: list, verdicts: Any, failure: BaseException | None,
-                pass_threshold: float) -> Grade:
-    reason = "no LLM judge given" if failure is None else f"judge failed: {type(failure).__name__}: {failure}"
-    _apply_verdicts(details, pending, verdicts, reason)
-    return _finish(rubric, details, [reason] if failure is not None else [], pass_threshold)
-
-
 # --------------------------------------------------------------------------------------------- dispatch
-
-
-def grade_response(task: Task, response_text: str, *, llm: StructuredLLM | None = None, strict: bool | None = None,
-                   workspace_files: WorkspaceFiles = None) -> Grade:
-    """The grader a task calls for: closed form when it has answers, else its rubric."""
-    if task.kind == "closed_form":
-        return grade_closed_form(task, response_text, strict=strict)
-    return grade_rubric(task, response_text, llm=llm, workspace_files=workspace_files)
 
 
 async def agrade_response(task: Task, response_text: str, *, llm: StructuredLLM | None = None,
                           strict: bool | None = None, workspace_files: WorkspaceFiles = None) -> Grade:
+    """The grader a task calls for: closed form when it has answers, else its rubric."""
     if task.kind == "closed_form":
         return grade_closed_form(task, response_text, strict=strict)
     return await agrade_rubric(task, response_text, llm=llm, workspace_files=workspace_files)
+
+
+def grade_response(task: Task, response_text: str, *, llm: StructuredLLM | None = None, strict: bool | None = None,
+                   workspace_files: WorkspaceFiles = None) -> Grade:
+    """Sync wrapper of `agrade_response`."""
+    return run_sync(agrade_response(task, response_text, llm=llm, strict=strict, workspace_files=workspace_files))

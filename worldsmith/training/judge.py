@@ -2,7 +2,7 @@
 
 One structured call per batch of criteria (all remaining items of a response fit in one batch unless the
 rubric is unusually long). The prompt is bounded: the response is clipped head + tail to `max_response_chars`.
-The LLM object is anything with `structured(messages, schema, role=...)` / `astructured(...)` — the
+The LLM object is anything with `astructured(messages, schema, role=...)` — the
 worldsmith LLM layer or a test stub — so this module never imports `worldsmith.llm`.
 """
 
@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from worldsmith.core.aio import run_sync
 from worldsmith.core.schemas import Criterion
 
 MAX_RESPONSE_CHARS = 12_000
@@ -40,8 +41,6 @@ class JudgeVerdicts(BaseModel):
 
 
 class StructuredLLM(Protocol):
-    def structured(self, messages: list[dict], schema: type[BaseModel], role: str = ...) -> BaseModel: ...
-
     async def astructured(self, messages: list[dict], schema: type[BaseModel], role: str = ...) -> BaseModel: ...
 
 
@@ -89,15 +88,6 @@ def _collect(criteria: Sequence[Criterion], result: BaseModel) -> dict[str, Crit
     return {v.id: v for v in result.verdicts if v.id in wanted}  # unknown ids are ignored, missing ones stay ungraded
 
 
-def judge(llm: StructuredLLM, criteria: Sequence[Criterion], response_text: str, instruction: str = "",
-          max_response_chars: int = MAX_RESPONSE_CHARS) -> dict[str, CriterionVerdict]:
-    out: dict[str, CriterionVerdict] = {}
-    for batch in batches(criteria):
-        msgs = judge_messages(batch, response_text, instruction, max_response_chars)
-        out.update(_collect(batch, llm.structured(msgs, JudgeVerdicts, role="judge")))
-    return out
-
-
 async def ajudge(llm: StructuredLLM, criteria: Sequence[Criterion], response_text: str, instruction: str = "",
                  max_response_chars: int = MAX_RESPONSE_CHARS) -> dict[str, CriterionVerdict]:
     out: dict[str, CriterionVerdict] = {}
@@ -105,3 +95,9 @@ async def ajudge(llm: StructuredLLM, criteria: Sequence[Criterion], response_tex
         msgs = judge_messages(batch, response_text, instruction, max_response_chars)
         out.update(_collect(batch, await llm.astructured(msgs, JudgeVerdicts, role="judge")))
     return out
+
+
+def judge(llm: StructuredLLM, criteria: Sequence[Criterion], response_text: str, instruction: str = "",
+          max_response_chars: int = MAX_RESPONSE_CHARS) -> dict[str, CriterionVerdict]:
+    """Sync wrapper of `ajudge`."""
+    return run_sync(ajudge(llm, criteria, response_text, instruction, max_response_chars))

@@ -1,10 +1,13 @@
 """Evaluation metrics and the report: pass@1, pass@k, DABench's three accuracies, breakdowns, Markdown.
 
-DABench (Hu et al. 2024, eval_closed_form.py) reports, over ALL questions (an unanswered one is wrong):
+DABench (Hu et al. 2024, eval_closed_form.py) reports three accuracies:
 - accuracy by question: a question is right when every sub-answer is;
 - accuracy by sub-question: correct sub-answers / all sub-answers;
 - proportional accuracy: mean over questions of the fraction of its sub-answers that are right.
-With several samples each is computed per sample index and averaged (so by-question accuracy = pass@1).
+Each is given under two denominators (core/grading.dabench_accuracies): the conservative one counts ALL
+questions (an empty or failed response is wrong: `accuracy_by_question`, …), the official one leaves out
+questions whose response is empty, as the official script does (`official_accuracy_by_question`, …).
+With several samples each is computed per sample index and averaged (so conservative by-question accuracy = pass@1).
 A report (rubric) task counts as one sub-question (right when it passes); its proportional value is its score.
 """
 
@@ -17,6 +20,7 @@ from math import comb
 
 from pydantic import BaseModel, Field
 
+from worldsmith.core.grading import Outcome, dabench_accuracies
 from worldsmith.core.schemas import utcnow
 
 NO_CATEGORY = "(none)"
@@ -31,6 +35,8 @@ class SampleResult(BaseModel):
     sub_correct: int = 0
     sub_total: int = 1
     error: str | None = None
+    empty: bool = Field(False, description="the response was empty (or the solve failed): left out of the official "
+                                           "denominators, wrong in the conservative ones")
     resumed: bool = False
     path: str = Field("", description="trajectory file relative to the run directory")
     time_s: float = 0.0
@@ -53,9 +59,14 @@ class Metrics(BaseModel):
     samples: int
     pass_at_1: float
     pass_at_k: dict[int, float] = Field(description="unbiased pass@k for k = 1..samples")
-    accuracy_by_question: float
+    accuracy_by_question: float = Field(description="conservative: over all questions, an empty response is wrong")
     accuracy_by_sub_question: float
     proportional_accuracy: float
+    official_accuracy_by_question: float = Field(0.0, description="official: questions with an empty response "
+                                                                   "left out of the denominator")
+    official_accuracy_by_sub_question: float = 0.0
+    official_proportional_accuracy: float = 0.0
+    n_empty: int = Field(0, description="samples with an empty response (solve errors included)")
     mean_score: float
     n_errors: int = Field(description="samples whose solve raised")
 
@@ -92,19 +103,26 @@ def compute_metrics(results: list[TaskResult], samples: int) -> Metrics:
     """Metrics over the given tasks; a missing sample counts as wrong (unanswered = wrong)."""
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
-    by_q, by_sub, prop = [], [], []
+    per_sample = []
     for s in range(samples):
         picked = [_sample(r, s) for r in results]
-        by_q.append(_mean(1.0 if p and p.passed else 0.0 for p in picked))
-        sub_total = sum(p.sub_total if p else 1 for p in picked)
-        by_sub.append(sum(p.sub_correct if p else 0 for p in picked) / sub_total if sub_total else 0.0)
-        prop.append(_mean(p.score if p else 0.0 for p in picked))
+        per_sample.append(dabench_accuracies(
+            Outcome(p.sub_correct, p.sub_total, p.empty, p.score) if p else Outcome(0, 1, True, 0.0) for p in picked))
+
+    def avg(denominator: str, key: str) -> float:
+        return _mean(a[denominator][key] for a in per_sample)
     correct = [sum(1 for s in range(samples) if (p := _sample(r, s)) and p.passed) for r in results]
     return Metrics(
         n_tasks=len(results), samples=samples,
         pass_at_1=_mean(c / samples for c in correct),
         pass_at_k={k: _mean(pass_at_k(samples, c, k) for c in correct) for k in range(1, samples + 1)},
-        accuracy_by_question=_mean(by_q), accuracy_by_sub_question=_mean(by_sub), proportional_accuracy=_mean(prop),
+        accuracy_by_question=avg("conservative", "by_question"),
+        accuracy_by_sub_question=avg("conservative", "by_sub_question"),
+        proportional_accuracy=avg("conservative", "proportional"),
+        official_accuracy_by_question=avg("official", "by_question"),
+        official_accuracy_by_sub_question=avg("official", "by_sub_question"),
+        official_proportional_accuracy=avg("official", "proportional"),
+        n_empty=sum(1 for r in results for p in r.samples if p.empty),
         mean_score=_mean(p.score for r in results for s in range(samples) if (p := _sample(r, s))),
         n_errors=sum(1 for r in results for p in r.samples if p.status == "error"),
     )
@@ -163,6 +181,19 @@ def _metrics_table(title: str, rows: dict[str, Metrics], k: int) -> list[str]:
     return out
 
 
+def _denominators_table(rows: dict[str, Metrics]) -> list[str]:
+    """The three DABench accuracies side by side: official (empty responses left out) and conservative (all)."""
+    out = ["| set | tasks | empty | by question: official / conservative | by sub-question: official / conservative "
+           "| proportional: official / conservative |", "|---|---|---|---|---|---|"]
+    for name, m in rows.items():
+        pairs = [(m.official_accuracy_by_question, m.accuracy_by_question),
+                 (m.official_accuracy_by_sub_question, m.accuracy_by_sub_question),
+                 (m.official_proportional_accuracy, m.proportional_accuracy)]
+        cells = [_cell(name), str(m.n_tasks), str(m.n_empty)] + [f"{_pct(a)} / {_pct(b)}" for a, b in pairs]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
 def render_report_md(report: EvalReport) -> str:
     k = report.samples
     o = report.overall
@@ -178,6 +209,10 @@ def render_report_md(report: EvalReport) -> str:
     ]
     if k > 1:
         lines += ["", "pass@k: " + ", ".join(f"pass@{j} = {_pct(v)}" for j, v in sorted(o.pass_at_k.items()))]
+    lines += ["", "## DABench accuracies under both denominators", "",
+              "Official: as InfiAgent-DABench's eval_closed_form.py, questions whose response is empty are left out. "
+              "Conservative: every question counts, an empty or failed response is wrong.", "",
+              *_denominators_table({"all": o, **report.by_level})]
     lines += ["", "## By difficulty level", "", *_metrics_table("level", report.by_level, k)]
     lines += ["", "## By category", "", *_metrics_table("category", report.by_category, k)]
     lines += ["", "## Tasks", "", "| task | category | level | correct samples | mean score | status |",

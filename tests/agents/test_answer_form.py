@@ -1,0 +1,38 @@
+"""The analyst's answer-form checks use each sub-answer's own requested decimals (from its format clause)."""
+
+from __future__ import annotations
+
+from worldsmith.agents.analyst import answer_problems, round_to_request
+
+TWO_CLAUSES = ('Question: describe the fares.\n@mean[mean_value] where "mean_value" is a number rounded to two decimal '
+               'places. @std[std_value] where "std_value" is a number rounded to four decimal places.')
+
+
+def test_each_sub_answer_is_checked_against_its_own_clause() -> None:
+    assert answer_problems("@mean[32.20] @std[49.6934]", TWO_CLAUSES, ["mean", "std"]) == []
+    assert answer_problems("@mean[32.2042] @std[49.6934]", TWO_CLAUSES, ["mean", "std"]) == [
+        "@mean[32.2042] has more than the 2 decimal places requested"]
+    assert answer_problems("@mean[32.20] @std[49.69342]", TWO_CLAUSES, ["mean", "std"]) == [
+        "@std[49.69342] has more than the 4 decimal places requested"]
+
+
+def test_rounding_uses_each_sub_answers_decimals() -> None:
+    assert round_to_request("@mean[32.2042] @std[49.693421]", TWO_CLAUSES, ["mean", "std"]) == \
+        "@mean[32.20] @std[49.6934]"
+    assert round_to_request("@mean[32.20] @std[49.6934]", TWO_CLAUSES, ["mean", "std"]) is None
+
+
+def test_a_name_without_a_decimal_request_is_left_alone() -> None:
+    fmt = '@count[n] where "n" is an integer. @ratio[r] where "r" is rounded to three decimal places.'
+    assert answer_problems("@count[12.5] @ratio[0.12345]", fmt, ["count", "ratio"]) == [
+        "@ratio[0.12345] has more than the 3 decimal places requested"]
+    assert round_to_request("@count[12.5] @ratio[0.12345]", fmt, ["count", "ratio"]) == "@count[12.5] @ratio[0.123]"
+
+
+def test_missing_and_empty_tags_are_still_reported() -> None:
+    assert answer_problems("@mean[]", TWO_CLAUSES, ["mean", "std"]) == ["@std[value] is missing", "@mean[] is empty"]
+
+
+def test_a_question_without_tags_uses_its_one_decimal_request_for_the_names() -> None:
+    q = "What is the mean amount? Round it to one decimal place."
+    assert round_to_request("@mean_amount[20.1234]", q, ["mean_amount"]) == "@mean_amount[20.1]"
