@@ -96,7 +96,7 @@ class FileLimits(BaseModel):
     max_compression_ratio: float = Field(
         200.0,
         description="Decompressed/compressed size above which a file is treated as a compression bomb; checked "
-        "once 16 MiB are decompressed (real tables compress 3-50x, bombs about 1000x).",
+        "once 4 MiB are decompressed (real tables compress 3-50x, bombs about 1000x).",
     )
     max_line_bytes: int = Field(
         8 * 1024 * 1024, description="Longest line of a csv/tsv/jsonl file (bytes, decompressed)."
@@ -110,7 +110,7 @@ class FileLimits(BaseModel):
     )
     max_shared_strings_bytes: int = Field(
         256 * 1024 * 1024,
-        description="Largest declared uncompressed size of an xlsx shared-strings table, which is loaded whole (bytes).",
+        description="Largest declared uncompressed size of an xlsx shared-strings table (loaded whole) (bytes).",
     )
     max_read_seconds: float = Field(
         120.0, description="Wall-clock budget for streaming one file's bytes or running one SQLite read (seconds)."

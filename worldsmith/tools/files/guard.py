@@ -2,7 +2,8 @@
 
 Every check runs before (or while) bytes reach a parser, so a compression bomb, a one-line file, a
 100k-deep JSON or a zip bomb ends in a `FileReadError` naming the `FileLimits` setting to raise, never a hang
-or an out-of-memory kill.
+or an out-of-memory kill. Model code in the sandbox reads files with pandas itself, outside these readers: there
+the worker's rlimits (address space, CPU time) are the budget.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from worldsmith.tools.files.errors import FileLimits, FileReadError, ReadErrorReason, over_limit
 from worldsmith.tools.files.formats import FileFormat
 
-RATIO_FLOOR = 16 * 2**20  # decompressed bytes before the ratio is judged: tiny files legitimately compress well
+RATIO_FLOOR = 4 * 2**20  # decompressed bytes before the ratio is judged: small files may compress very well
 _BUFFER = 2**20  # raw read size; lines between two newlines of one read are bounded by it
 
 

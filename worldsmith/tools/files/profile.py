@@ -124,7 +124,7 @@ def _note_number_format(columns: list[ColumnProfile], note: str | None) -> None:
     if note is None:
         return
     for c in columns:
-        if c.semantic_type == "numeric" or c.dtype.startswith("float"):
+        if c.dtype.lower().startswith("float"):
             c.notes.append(note)
 
 

@@ -235,7 +235,8 @@ def count_rows(ref: TableRef, *, limits: FileLimits | None = None) -> tuple[int,
     try:
         return _count_rows(path, fmt, ref.table, limits)
     except (OSError, EOFError, zlib.error, zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise FileReadError(path, ReadErrorReason.CORRUPT, "re-export the file", detail=f"counting rows: {exc}") from exc
+        detail = f"counting rows: {exc}"
+        raise FileReadError(path, ReadErrorReason.CORRUPT, "re-export the file", detail=detail) from exc
 
 
 def _count_rows(path: Path, fmt: FileFormat, table: str | None, limits: FileLimits) -> tuple[int, bool]:
