@@ -23,7 +23,7 @@ import pytest
 from tests.files.hostile_corpus import CASES, Case, build_corpus, gzip_bomb, one_line_csv
 from worldsmith.tools.files import FileLimits, FileReadError, profile_workspace, read_table
 from worldsmith.tools.files.readers import count_rows, list_tables
-from worldsmith.tools.sql import SqlError, SqlTimeout, run_sql
+from worldsmith.tools.sql import SqlError, SqlTimeout, describe_sqlite, run_sql
 
 BUDGET_S = 10.0
 
@@ -113,6 +113,25 @@ def test_sqlite_read_has_a_time_budget(tmp_path: Path) -> None:
         read_table(path, limits=FileLimits(max_read_seconds=0))
     assert err.value.reason == "timeout" and "FileLimits(max_read_seconds=" in str(err.value)
     assert "rows.sqlite" in str(err.value)
+
+
+def test_describe_sqlite_names_the_damaged_file(corpus: dict[str, Path]) -> None:
+    for name in ("garbled_header.sqlite", "truncated.sqlite"):
+        with pytest.raises(SqlError, match=r"corrupt: sqlite: .*\.recover") as err:
+            describe_sqlite(corpus[name])
+        assert name in str(err.value)
+
+
+def test_json_depth_ignores_brackets_inside_strings(tmp_path: Path) -> None:
+    """Brackets in strings (with escaped quotes and backslashes around them) are not nesting."""
+    path = tmp_path / "strings.json"
+    text = '[{"a": "' + "[" * 1000 + '", "b": "\\\\", "c": "\\"{{{{' + "{" * 1000 + '"}]'
+    path.write_text(text)
+    assert json.loads(text)[0]["a"] == "[" * 1000  # the file is valid JSON, two levels deep
+    df = read_table(path, limits=FileLimits(max_json_depth=3))
+    assert df.shape == (1, 3) and df["a"].iloc[0] == "[" * 1000
+    with pytest.raises(FileReadError, match=r"max_json_depth=1\b"):
+        read_table(path, limits=FileLimits(max_json_depth=1))
 
 
 def test_decimal_comma_is_read_as_numbers_and_noted(corpus: dict[str, Path]) -> None:

@@ -15,7 +15,7 @@ from worldsmith.tools.files.formats import FileFormat, detect_encoding, read_hea
 from worldsmith.tools.files.guard import check_json_depth, open_guarded
 
 # One parsed document is kept so list_tables() followed by read_table() parses a JSON file once.
-_LAST_DOC: dict[tuple[str, int, int], Any] = {}
+_LAST_DOC: dict[tuple[str, int, int, FileLimits], Any] = {}
 
 
 def load_json_document(
@@ -26,7 +26,7 @@ def load_json_document(
     The decompressed size is capped at `max_json_bytes` while reading, and nesting at `max_json_depth` before parsing.
     """
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, limits)  # cached only under the limits it passed
     if key in _LAST_DOC and encoding is None:
         return _LAST_DOC[key]
     if stat.st_size > limits.max_json_bytes:
