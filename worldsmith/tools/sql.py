@@ -105,7 +105,7 @@ def describe_sqlite(path: str | Path) -> SqliteSchema:
             tables.append(SqliteTable(name=name, columns=cols, foreign_keys=list(fks.values()), row_count=count))
         return SqliteSchema(path=str(path), tables=tables, views=[n for k, n in master if k == "view"])
     except sqlite3.DatabaseError as exc:
-        raise SqlError(f"cannot read the schema: {sqlite_error(path, exc, DEFAULT_LIMITS)}") from exc
+        raise SqlError(str(sqlite_error(path, exc, DEFAULT_LIMITS, where="schema"))) from exc
     finally:
         conn.close()
 

@@ -72,8 +72,9 @@ class FileLimits(BaseModel):
 
     max_full_read_bytes: int = Field(
         200 * 1024 * 1024,
-        description="Files larger than this (bytes, uncompressed size on disk) are read as a sample of "
-        "`sample_read_rows` leading rows instead of in full; formats that cannot be sampled raise too_large.",
+        description="Files larger than this (bytes: size on disk, or decompressed size for .gz, counted while "
+        "reading) are read as a sample of `sample_read_rows` leading rows instead of in full; formats that cannot "
+        "be sampled raise too_large.",
     )
     sample_read_rows: int = Field(200_000, description="Rows read from a file over `max_full_read_bytes` (rows).")
     encoding_sniff_bytes: int = Field(
@@ -137,4 +138,3 @@ def over_limit(
         f"if the file is genuine, raise the limit: limits=FileLimits({setting}=...) (now {shown})"
     )
     return FileReadError(path, reason, hint, detail=f"{detail} (over {setting}={shown})", where=where)
-
