@@ -178,6 +178,9 @@ def test_lower_limits_are_honoured_and_named(tmp_path: Path) -> None:
     with pytest.raises(FileReadError, match=r"max_line_bytes=100,000") as err:
         read_table(rows, limits=FileLimits(max_line_bytes=100_000))
     assert err.value.where == "line 12"
+    with pytest.raises(FileReadError, match=r"FileLimits\(max_read_seconds=") as err:
+        read_table(rows, limits=FileLimits(max_read_seconds=0))
+    assert err.value.reason == "timeout"
 
 
 def test_genuine_gzip_over_the_full_read_cap_is_sampled(tmp_path: Path) -> None:

@@ -176,22 +176,25 @@ def check_json_depth(path: Path, text: str, limits: FileLimits, where: str | Non
     # Escapes come in left-to-right pairs inside strings: drop `\\` first, then `\"`; what is left of `"` delimits.
     data = text.encode("utf-8", errors="replace").replace(b"\\\\", b"").replace(b'\\"', b"")
     arr = np.frombuffer(data, dtype=np.uint8)
-    quotes, depth = 0, 0
+    in_string, depth = 0, 0
     for start in range(0, len(arr), _DEPTH_CHUNK):
         chunk = arr[start : start + _DEPTH_CHUNK]
+        opens = (chunk == ord("{")) | (chunk == ord("["))
+        closes = (chunk == ord("}")) | (chunk == ord("]"))
         is_quote = chunk == ord('"')
-        outside = ((np.cumsum(is_quote, dtype=np.int64) + quotes) & 1) == 0
-        step = ((chunk == ord("{")) | (chunk == ord("["))).astype(np.int32)
-        step -= ((chunk == ord("}")) | (chunk == ord("]"))).astype(np.int32)
-        levels = np.cumsum(step * outside, dtype=np.int64) + depth
+        at = np.flatnonzero(opens | closes | is_quote)  # only these bytes matter: work on them alone
+        quote = is_quote[at]
+        outside = ((np.cumsum(quote, dtype=np.int32) + in_string) & 1) == 0
+        step = opens[at].astype(np.int32) - closes[at].astype(np.int32)
+        levels = np.cumsum(step * outside, dtype=np.int32) + depth
         if len(levels) and int(levels.max()) > limit:
-            at = start + int(np.argmax(levels > limit))
-            line = data.count(b"\n", 0, at) + 1
+            first = start + int(at[np.argmax(levels > limit)])
+            line = data.count(b"\n", 0, first) + 1
             raise over_limit(
                 path, "max_json_depth", limits, f"JSON nested more than {limit} levels deep",
                 "deeply nested JSON cannot be made into a table", where=where or f"line {line}",
             )
-        quotes += int(is_quote.sum())
+        in_string = (in_string + int(quote.sum())) & 1
         depth = int(levels[-1]) if len(levels) else depth
 
 
