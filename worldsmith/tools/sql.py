@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from worldsmith.tools.files.errors import DEFAULT_LIMITS, FileLimits, FileReadError
 from worldsmith.tools.files.formats import FileFormat, detect_format
 from worldsmith.tools.files.readers import list_tables, quote_ident, read_table, sniff_delimited, sqlite_connect_ro
+from worldsmith.tools.files.sqliteio import is_corrupt_error, sqlite_error
 
 
 class SqlError(Exception):
@@ -77,9 +78,9 @@ def describe_sqlite(path: str | Path) -> SqliteSchema:
     """Tables (columns, types, primary keys, declared foreign keys, row counts) and views of a SQLite file."""
     path = Path(path)
     try:
-        conn = sqlite_connect_ro(path)
+        conn = sqlite_connect_ro(path, time.monotonic() + DEFAULT_LIMITS.max_read_seconds)
     except sqlite3.Error as exc:
-        raise SqlError(f"cannot open {path} as SQLite: {exc}") from exc
+        raise SqlError(str(sqlite_error(path, exc, DEFAULT_LIMITS))) from exc
     try:
         master = conn.execute(
             "SELECT type, name FROM sqlite_master WHERE type IN ('table','view') AND name NOT LIKE 'sqlite_%' "
@@ -104,7 +105,7 @@ def describe_sqlite(path: str | Path) -> SqliteSchema:
             tables.append(SqliteTable(name=name, columns=cols, foreign_keys=list(fks.values()), row_count=count))
         return SqliteSchema(path=str(path), tables=tables, views=[n for k, n in master if k == "view"])
     except sqlite3.DatabaseError as exc:
-        raise SqlError(f"cannot read the schema of {path}: {exc}") from exc
+        raise SqlError(str(sqlite_error(path, exc, DEFAULT_LIMITS, where="schema"))) from exc
     finally:
         conn.close()
 
@@ -153,7 +154,7 @@ def _run_sqlite(query: str, path: Path, max_rows: int, timeout_s: float) -> tupl
     try:
         conn = sqlite_connect_ro(path)
     except sqlite3.Error as exc:
-        raise SqlError(f"cannot open {path} as SQLite: {exc}") from exc
+        raise SqlError(str(sqlite_error(path, exc, DEFAULT_LIMITS))) from exc
     denied: list[str] = []
 
     def authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
@@ -181,14 +182,28 @@ def _run_sqlite(query: str, path: Path, max_rows: int, timeout_s: float) -> tupl
             blocked = ", ".join(dict.fromkeys(denied))
             raise SqlRefused(f"refused: only read-only SELECT queries are allowed (blocked: {blocked})") from exc
         if "interrupted" in str(exc):
-            raise SqlTimeout(f"query interrupted after {timeout_s:g} s time limit") from exc
+            raise SqlTimeout(_timeout_message(timeout_s)) from exc
         if "readonly" in str(exc) or "read-only" in str(exc):
             raise SqlRefused(f"refused: the database is read-only ({exc})") from exc
-        tables = ", ".join(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'"))
-        raise SqlError(f"SQL error: {exc} (tables: {tables})") from exc
+        if is_corrupt_error(exc):
+            raise SqlError(str(sqlite_error(path, exc, DEFAULT_LIMITS))) from exc
+        raise SqlError(f"SQL error: {exc}{_sqlite_table_list(conn)}") from exc
     finally:
         conn.close()
     return columns, [[_cell(v) for v in row] for row in fetched[:max_rows]], len(fetched) > max_rows
+
+
+def _sqlite_table_list(conn: sqlite3.Connection) -> str:
+    """" (tables: a, b)" to help fix a query, or "" when even the schema cannot be read."""
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    except sqlite3.Error:
+        return ""
+    return f" (tables: {', '.join(names)})"
+
+
+def _timeout_message(timeout_s: float) -> str:
+    return f"query interrupted after {timeout_s:g} s time limit (simplify the query, or pass a larger timeout_s)"
 
 
 # --- DuckDB engine --------------------------------------------------------------------------------------------
@@ -252,6 +267,7 @@ def sql_tables(sources: list[Path]) -> dict[str, tuple[Path, str | None]]:
 
 
 _NO_SAMPLING = FileLimits(max_full_read_bytes=2**62)
+_LAZY_CSV_BYTES = DEFAULT_LIMITS.max_full_read_bytes  # plain csv/tsv over this are scanned lazily by pyarrow
 
 
 def _csv_dataset(path: Path, fmt: FileFormat) -> Any:
@@ -278,9 +294,9 @@ def _duckdb_connect(sources: list[Path]) -> Any:
             fmt = detect_format(path)
             if fmt.kind == "parquet":
                 con.register(name, pads.dataset(path, format="parquet"))  # lazy scan through pyarrow
-            elif fmt.kind in ("csv", "tsv") and path.stat().st_size > DEFAULT_LIMITS.max_full_read_bytes:
+            elif fmt.kind in ("csv", "tsv") and not fmt.gzip and path.stat().st_size > _LAZY_CSV_BYTES:
                 con.register(name, _csv_dataset(path, fmt))
-            else:  # read in full: SQL answers must never come from a silent sample
+            else:  # read in full through the guarded readers (a gzip bomb stops at its byte budget); never a sample
                 con.register(name, read_table(path, table=table, limits=_NO_SAMPLING))
         # Registered objects stay queryable; read_csv('/etc/passwd'), COPY, ATTACH, INSTALL/LOAD do not.
         con.execute("SET enable_external_access = false")
@@ -311,10 +327,10 @@ def _run_duckdb(
         columns = [d[0] for d in con.description or []]
         fetched = con.fetchmany(max_rows + 1)
     except duckdb.InterruptException as exc:
-        raise SqlTimeout(f"query interrupted after {timeout_s:g} s time limit") from exc
+        raise SqlTimeout(_timeout_message(timeout_s)) from exc
     except duckdb.Error as exc:
         if "INTERRUPT" in str(exc).upper():
-            raise SqlTimeout(f"query interrupted after {timeout_s:g} s time limit") from exc
+            raise SqlTimeout(_timeout_message(timeout_s)) from exc
         names = ", ".join(sorted(sql_tables(sources)))
         raise SqlError(f"SQL error: {exc} (tables: {names})") from exc
     finally:

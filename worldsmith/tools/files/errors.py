@@ -20,6 +20,7 @@ class ReadErrorReason(str, Enum):
     CORRUPT = "corrupt"
     INVALID_JSON = "invalid_json"
     TOO_LARGE = "too_large"
+    TIMEOUT = "timeout"
     NO_SUCH_TABLE = "no_such_table"
     AMBIGUOUS = "ambiguous"
 
@@ -71,8 +72,9 @@ class FileLimits(BaseModel):
 
     max_full_read_bytes: int = Field(
         200 * 1024 * 1024,
-        description="Files larger than this (bytes, uncompressed size on disk) are read as a sample of "
-        "`sample_read_rows` leading rows instead of in full; formats that cannot be sampled raise too_large.",
+        description="Files larger than this (bytes: size on disk, or decompressed size for .gz, counted while "
+        "reading) are read as a sample of `sample_read_rows` leading rows instead of in full; formats that cannot "
+        "be sampled raise too_large.",
     )
     sample_read_rows: int = Field(200_000, description="Rows read from a file over `max_full_read_bytes` (rows).")
     encoding_sniff_bytes: int = Field(
@@ -83,8 +85,56 @@ class FileLimits(BaseModel):
     )
     max_json_bytes: int = Field(
         512 * 1024 * 1024,
-        description="A whole-document .json file larger than this is refused (it cannot be sampled) (bytes).",
+        description="A whole-document .json file larger than this (decompressed) is refused: it cannot be sampled "
+        "(bytes).",
+    )
+    # Budgets against hostile or pathological files: each is enforced while the bytes stream in, before a parser
+    # sees them, so a compression bomb or a one-line file ends in a FileReadError within seconds instead of a hang.
+    max_decompressed_bytes: int = Field(
+        4 * 1024**3,
+        description="Most bytes a compressed file (.gz text, xlsx parts together) may decompress to (bytes).",
+    )
+    max_compression_ratio: float = Field(
+        200.0,
+        description="Decompressed/compressed size above which a file is treated as a compression bomb; checked "
+        "once 4 MiB are decompressed (real tables compress 3-50x, bombs about 1000x).",
+    )
+    max_line_bytes: int = Field(
+        8 * 1024 * 1024, description="Longest line of a csv/tsv/jsonl file (bytes, decompressed)."
+    )
+    max_columns: int = Field(
+        10_000, description="Most columns a header may declare (checked before parsing; pandas slows sharply past it)."
+    )
+    max_json_depth: int = Field(256, description="Deepest nesting of arrays/objects in a JSON value (levels).")
+    max_xlsx_member_bytes: int = Field(
+        1024**3, description="Largest declared uncompressed size of one part (sheet XML, ...) of an xlsx zip (bytes)."
+    )
+    max_shared_strings_bytes: int = Field(
+        256 * 1024 * 1024,
+        description="Largest declared uncompressed size of an xlsx shared-strings table (loaded whole) (bytes).",
+    )
+    max_read_seconds: float = Field(
+        120.0, description="Wall-clock budget for streaming one file's bytes or running one SQLite read (seconds)."
     )
 
 
 DEFAULT_LIMITS = FileLimits()
+
+
+def over_limit(
+    path: str | Path,
+    setting: str,
+    limits: FileLimits,
+    detail: str,
+    why: str = "",
+    *,
+    where: str | None = None,
+    reason: ReadErrorReason = ReadErrorReason.TOO_LARGE,
+) -> FileReadError:
+    """The error for a file that passed one `FileLimits` budget: what, which limit, and how to raise it."""
+    value = getattr(limits, setting)
+    shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
+    hint = (why + "; " if why else "") + (
+        f"if the file is genuine, raise the limit: limits=FileLimits({setting}=...) (now {shown})"
+    )
+    return FileReadError(path, reason, hint, detail=f"{detail} (over {setting}={shown})", where=where)

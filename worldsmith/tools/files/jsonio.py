@@ -10,31 +10,34 @@ from typing import Any
 
 import pandas as pd
 
-from worldsmith.tools.files.errors import FileLimits, FileReadError, ReadErrorReason
-from worldsmith.tools.files.formats import FileFormat, detect_encoding, open_binary, read_head
+from worldsmith.tools.files.errors import FileLimits, FileReadError, ReadErrorReason, over_limit
+from worldsmith.tools.files.formats import FileFormat, detect_encoding, read_head
+from worldsmith.tools.files.guard import check_json_depth, open_guarded
 
 # One parsed document is kept so list_tables() followed by read_table() parses a JSON file once.
-_LAST_DOC: dict[tuple[str, int, int], Any] = {}
+_LAST_DOC: dict[tuple[str, int, int, FileLimits], Any] = {}
 
 
-def load_json_document(path: Path, fmt: FileFormat, limits: FileLimits, encoding: str | None = None) -> Any:
-    """Parse a whole-document JSON file, with precise errors (line/column for syntax errors)."""
+def load_json_document(
+    path: Path, fmt: FileFormat, limits: FileLimits, encoding: str | None = None, *, deadline: float | None = None
+) -> Any:
+    """Parse a whole-document JSON file, with precise errors (line/column for syntax errors).
+
+    The decompressed size is capped at `max_json_bytes` while reading, and nesting at `max_json_depth` before parsing.
+    """
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, limits)  # cached only under the limits it passed
     if key in _LAST_DOC and encoding is None:
         return _LAST_DOC[key]
     if stat.st_size > limits.max_json_bytes:
-        raise FileReadError(
-            path,
-            ReadErrorReason.TOO_LARGE,
-            "a whole-document JSON file cannot be sampled; convert it to JSON Lines or Parquet",
-            detail=f"{stat.st_size:,} bytes exceeds max_json_bytes={limits.max_json_bytes:,}",
-        )
+        raise _json_too_large(path, limits, f"{stat.st_size:,} bytes on disk")
     try:
-        with open_binary(path, fmt) as fh:
-            raw = fh.read()
+        with open_guarded(path, fmt, limits, deadline=deadline, check_lines=False) as fh:
+            raw = fh.read(limits.max_json_bytes + 1)
     except (OSError, EOFError, zlib.error) as exc:
         raise FileReadError(path, ReadErrorReason.CORRUPT, "re-export the file", detail=str(exc)) from exc
+    if len(raw) > limits.max_json_bytes:
+        raise _json_too_large(path, limits, "decompressed content")
     if not raw.strip():
         raise FileReadError(path, ReadErrorReason.EMPTY, "the file holds no JSON value", detail="empty document")
     enc = encoding or detect_encoding(path, raw[: limits.encoding_sniff_bytes])
@@ -44,8 +47,11 @@ def load_json_document(path: Path, fmt: FileFormat, limits: FileLimits, encoding
         raise FileReadError(
             path, ReadErrorReason.ENCODING, "re-save as UTF-8", detail=f"not valid {enc} at byte {exc.start}"
         ) from exc
+    check_json_depth(path, text, limits)
     try:
         doc = json.loads(text.lstrip("\ufeff"))
+    except RecursionError as exc:  # nesting the depth scan let through but the parser cannot take
+        raise _too_deep(path, limits) from exc
     except json.JSONDecodeError as exc:
         hint = "fix the JSON syntax"
         if exc.msg == "Extra data" and exc.lineno >= 2 and exc.colno == 1:
@@ -57,6 +63,20 @@ def load_json_document(path: Path, fmt: FileFormat, limits: FileLimits, encoding
     if encoding is None:
         _LAST_DOC[key] = doc
     return doc
+
+
+def _json_too_large(path: Path, limits: FileLimits, what: str) -> FileReadError:
+    return over_limit(
+        path, "max_json_bytes", limits, f"{what} over {limits.max_json_bytes:,} bytes",
+        "a whole-document JSON file cannot be sampled; convert it to JSON Lines or Parquet",
+    )
+
+
+def _too_deep(path: Path, limits: FileLimits, where: str | None = None) -> FileReadError:
+    return over_limit(
+        path, "max_json_depth", limits, "JSON nested too deeply for the parser",
+        "deeply nested JSON cannot be made into a table", where=where,
+    )
 
 
 def json_table_names(path: Path, doc: Any) -> list[str | None]:
@@ -133,9 +153,19 @@ def _records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def read_jsonl(
-    path: Path, fmt: FileFormat, limits: FileLimits, nrows: int | None, encoding: str | None = None
+    path: Path,
+    fmt: FileFormat,
+    limits: FileLimits,
+    nrows: int | None,
+    encoding: str | None = None,
+    *,
+    deadline: float | None = None,
+    full_read_cap: int | None = None,
 ) -> pd.DataFrame:
-    """Read JSON Lines; a bad line raises FileReadError(invalid_json) naming the line and column."""
+    """Read JSON Lines; a bad line raises FileReadError(invalid_json) naming the line and column.
+
+    Lines stream through the byte guard (line length, decompressed size, time); each line's nesting is checked.
+    """
     head = read_head(path, fmt, limits.encoding_sniff_bytes)
     if not head.strip():
         raise FileReadError(path, ReadErrorReason.EMPTY, "the file holds no JSON lines", detail="empty file")
@@ -143,13 +173,17 @@ def read_jsonl(
     records: list[Any] = []
     lineno = 0
     try:
-        with io.TextIOWrapper(open_binary(path, fmt), encoding=enc, newline=None) as fh:
+        guarded = open_guarded(path, fmt, limits, deadline=deadline, full_read_cap=full_read_cap)
+        with io.TextIOWrapper(guarded, encoding=enc, newline=None) as fh:
             for lineno, line in enumerate(fh, start=1):
                 line = line.rstrip("\r\n").lstrip("\ufeff")
                 if not line.strip():
                     continue
+                check_json_depth(path, line, limits, where=f"line {lineno}")
                 try:
                     records.append(json.loads(line))
+                except RecursionError as exc:
+                    raise _too_deep(path, limits, f"line {lineno}") from exc
                 except json.JSONDecodeError as exc:
                     raise FileReadError(
                         path,

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from worldsmith.tools.files.columns import clip, profile_column
+from worldsmith.tools.files.delimited import DECIMAL_ATTR
 from worldsmith.tools.files.errors import DEFAULT_LIMITS, FileLimits, FileReadError
 from worldsmith.tools.files.formats import DOCUMENT_SUFFIXES, UNSUPPORTED_HINTS, detect_format
 from worldsmith.tools.files.joins import JoinColumn, candidate_keys, find_joins, join_columns
@@ -67,7 +68,7 @@ def profile_table(
     nrows: int | None = None
     counted: tuple[int, bool] | None = None
     if fmt.kind != "json":
-        counted = count_rows(ref)
+        counted = count_rows(ref, limits=limits)
         if counted[0] > max_rows_read:
             nrows = max_rows_exact
     df = read_table(path, table=ref.table, nrows=nrows, limits=limits)
@@ -87,6 +88,7 @@ def profile_table(
             note = f"statistics from a random sample of {max_rows_exact:,} of {len(df):,} rows; n_rows is exact"
     columns = [profile_column(name, stats[name]) for name in stats.columns]
     _note_renamed_duplicates(columns)
+    _note_number_format(columns, df.attrs.get(DECIMAL_ATTR))
     keys = candidate_keys(stats, columns)
     if note is not None and keys:
         note += "; keys checked on the sample only"
@@ -115,6 +117,15 @@ def _note_renamed_duplicates(columns: list[ColumnProfile]) -> None:
         m = re.fullmatch(r"(.+)\.(\d+)", c.name)
         if m and m.group(1) in names:
             c.notes.append(f"duplicate header {m.group(1)!r} in the file (renamed on read)")
+
+
+def _note_number_format(columns: list[ColumnProfile], note: str | None) -> None:
+    """Say on each numeric column when its numbers were read with a decimal comma (the file says 3,5, not 3.5)."""
+    if note is None:
+        return
+    for c in columns:
+        if c.dtype.lower().startswith("float"):
+            c.notes.append(note)
 
 
 def _walk(paths: list[Path], max_files: int, as_mounted: bool = False) -> tuple[list[tuple[Path, str]], Path | None]:
@@ -208,7 +219,7 @@ def profile_workspace(
                 )
             continue
         try:
-            refs = list_tables(path)
+            refs = list_tables(path, limits=limits)
         except FileReadError as err:
             ws.failures.append(FileFailure(file=label, reason=err.reason.value, message=_relabel(err, path, label)))
             continue
