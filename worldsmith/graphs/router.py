@@ -115,8 +115,11 @@ async def run(state: RouterState, runtime: Runtime[GraphRuntime]) -> dict[str, A
 
 
 def build_router_graph(checkpointer: Any = None) -> Any:
-    """The compiled router graph; invoke it with ``context=rt`` (a GraphRuntime whose ``actions`` run plans)."""
-    g = StateGraph(RouterState, context_schema=GraphRuntime, input_schema=RouterInput, output_schema=RouterOutput)
+    """The compiled router graph; invoke it with ``context=rt`` (a GraphRuntime whose ``actions`` run plans).
+
+    No ``context_schema``: LangGraph coerces a dict context into a dataclass schema, and ``langgraph dev`` passes a
+    dict (GraphRuntime(**{}) fails); without one the served graph gets the dict and ``context()`` falls back."""
+    g = StateGraph(RouterState, input_schema=RouterInput, output_schema=RouterOutput)
     g.add_node("understand", understand)
     g.add_node("plan", plan)
     g.add_node("run", run)
