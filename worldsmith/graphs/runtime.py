@@ -102,9 +102,9 @@ _DEFAULT: GraphRuntime | None = None
 _DEFAULT_FACTORY: Callable[[], GraphRuntime] | None = None
 
 
-def set_default_runtime(factory: Callable[[], GraphRuntime]) -> None:
+def set_default_runtime(factory: Callable[[], GraphRuntime] | None) -> None:
     """How :func:`context` builds the process-wide fallback runtime (the LangGraph server entry point installs the
-    application's, which carries the router's actions); the default is plain ``GraphRuntime.from_settings``."""
+    application's, which carries the router's actions); None restores plain ``GraphRuntime.from_settings``."""
     global _DEFAULT_FACTORY, _DEFAULT
     _DEFAULT_FACTORY, _DEFAULT = factory, None
 
