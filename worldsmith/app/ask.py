@@ -20,10 +20,10 @@ async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, 
     session = run.path.name
     state = initial_state(question, [str(Path(f).expanduser().resolve()) for f in files], session_id=session,
                           workspace=str(run.path / "workspace"))
+    cfg = {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20}
     out: dict[str, Any] = {}
     try:  # forward the analyst's events to whoever streams the calling graph
-        async for mode, chunk in graph.astream(state, {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20},
-                                               stream_mode=["custom", "values"]):
+        async for mode, chunk in graph.astream(state, cfg, context=rt, stream_mode=["custom", "values"]):
             if mode == "custom":
                 emit(chunk)
             else:

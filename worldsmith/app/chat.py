@@ -88,7 +88,7 @@ class AnalystChat:
             known = await self.state(thread_id)
             state: dict[str, Any] = {"question": question} if known.get("messages") else initial_state(
                 question, files, session_id=thread_id, workspace=str(workspace))
-            async for event in self._graph.astream(state, cfg, stream_mode="custom"):
+            async for event in self._graph.astream(state, cfg, context=self.rt, stream_mode="custom"):
                 yield event
 
     async def forget(self, thread_id: str) -> None:

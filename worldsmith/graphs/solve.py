@@ -38,7 +38,8 @@ class TaskSolver:
                               temperature=self.temperature if sample_index or self.temperature else None,
                               session_id=session)
         try:
-            out: dict[str, Any] = await self.graph.ainvoke(state, {"recursion_limit": 8 * self.rt.settings.analyst.max_turns + 20})
+            out: dict[str, Any] = await self.graph.ainvoke(
+                state, {"recursion_limit": 8 * self.rt.settings.analyst.max_turns + 20}, context=self.rt)
         finally:
             await self.rt.sessions.close(session)
         return Trajectory.model_validate(out["trajectory"])
