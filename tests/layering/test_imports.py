@@ -17,10 +17,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-RULES = {
+_FRONT = ("worldsmith.app", "worldsmith.commands", "worldsmith.cli", "worldsmith.ui")
+RULES = {  # package: what it must not import
     "worldsmith.core": ("worldsmith.llm", "worldsmith.tools", "worldsmith.training", "worldsmith.agents",
-                        "worldsmith.graphs", "worldsmith.app", "worldsmith.commands", "worldsmith.cli"),
-    "worldsmith.graphs": ("worldsmith.app", "worldsmith.commands", "worldsmith.cli", "worldsmith.ui"),
+                        "worldsmith.graphs", *_FRONT),
+    "worldsmith.llm": ("worldsmith.tools", "worldsmith.training", "worldsmith.agents", "worldsmith.graphs", *_FRONT),
+    "worldsmith.tools": ("worldsmith.training", "worldsmith.agents", "worldsmith.graphs", *_FRONT),
+    "worldsmith.agents": ("worldsmith.graphs", *_FRONT),
+    "worldsmith.training": _FRONT,
+    "worldsmith.graphs": _FRONT,
 }
 
 _LOAD_ALL = """
