@@ -22,10 +22,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from worldsmith.commands.evaluate import evaluate_path
+from worldsmith.app.eval import evaluate_path
+from worldsmith.app.runtime import make_runtime
+from worldsmith.commands.evaluate import progress_reporter
 from worldsmith.core.config import load_settings
 from worldsmith.core.schemas import Trajectory
-from worldsmith.graphs.runtime import GraphRuntime
 from worldsmith.training.evaluate import primary_grade
 
 DABENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "dabench-dev"
@@ -44,10 +45,12 @@ def main() -> None:
     settings = load_settings(overrides={"llm": {"default": {"provider": "embedded", "model": args.model},
                                                 "cache": args.cache},
                                         "analyst": {"max_turns": args.max_turns}})
-    rt = GraphRuntime.from_settings(settings)
+    rt = make_runtime(settings)
     t0 = time.monotonic()
-    result = asyncio.run(evaluate_path(rt, args.data, samples=args.samples, limit=args.limit, run_path=args.resume,
-                                       show_progress=True))
+    progress, on_progress = progress_reporter(show=True)
+    with progress:
+        result = asyncio.run(evaluate_path(rt, args.data, samples=args.samples, limit=args.limit,
+                                           run_path=args.resume, progress=on_progress))
     wall = time.monotonic() - t0
     run = Path(result["run_dir"])
     trajs = [Trajectory.model_validate_json(p.read_text()) for p in (run / "trajectories").rglob("*.json")]

@@ -86,3 +86,7 @@ async def test_analyst_through_langgraph_sdk(server: str, tmp_path: Path) -> Non
     # the server checkpointed the thread: its state is readable by id
     state = await client.threads.get_state(thread["thread_id"])
     assert len(state["values"]["steps"]) == 2
+    # the router runs its plan on the server too: the application's runtime carries the actions
+    routed = await client.runs.wait(None, "router", input={"request": f"What is the mean amount in {csv}?"})
+    assert routed["intent"]["action"] == "answer_question" and routed["plan"]["runnable"]
+    assert routed["result"]["status"] == "answered" and "@mean_amount[20.0]" in routed["result"]["answer"]

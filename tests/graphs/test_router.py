@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.graphs.conftest import ANSWER_TURN, CODE_TURN
 from worldsmith.agents.router import heuristic_intent
 from worldsmith.graphs.router import build_router_graph, make_plan
 
@@ -62,34 +61,43 @@ async def test_the_models_count_is_kept_only_when_the_request_states_it(scripted
     assert intent.action == "make_tasks" and intent.count == count
 
 
-async def test_router_runs_the_analyst_for_a_question(scripted, sales_csv: Path) -> None:
+async def test_router_runs_a_runnable_plan_with_the_runtimes_actions(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     script.queue(json.dumps({"action": "answer_question", "question": "What is the mean amount?",
                              "files": [str(sales_csv)], "count": 7}), role="router")
-    script.queue(CODE_TURN, ANSWER_TURN, role="agent")
     rt = make_rt()
-    graph = build_router_graph(rt)
-    events, final = [], {}
-    async for mode, chunk in graph.astream({"request": f"What is the mean amount in {sales_csv}?", "files": []},
-                                           stream_mode=["custom", "values"]):
-        (events.append(chunk) if mode == "custom" else final.update(chunk))
-    await rt.sessions.close_all()
-    assert final["intent"]["action"] == "answer_question"
-    assert final["intent"]["count"] is None  # "7" is not in the request: the model's number is not trusted
-    assert final["plan"]["runnable"]
-    result = final["result"]
-    assert result["status"] == "answered" and "@mean_amount[20.0]" in result["answer"]
-    run_dir = Path(result["run_dir"])
-    for name in ("trajectory.json", "report.md", "events.jsonl", "config.json"):
-        assert (run_dir / name).is_file(), name
-    kinds = [e["type"] for e in events]
-    assert kinds.index("intent") < kinds.index("plan") < kinds.index("code") < kinds.index("answer")
+    calls = []
+
+    async def actions(intent, plan, got_rt):
+        calls.append((intent.action, intent.question, intent.files, plan["runnable"], got_rt is rt))
+        return {"status": "ok", "echo": intent.question}
+
+    rt.actions = actions
+    out = await build_router_graph().ainvoke({"request": f"What is the mean amount in {sales_csv}?"}, context=rt)
+    assert calls == [("answer_question", "What is the mean amount?", [str(sales_csv)], True, True)]
+    assert out["result"] == {"status": "ok", "echo": "What is the mean amount?"}
+    assert out["intent"]["count"] is None  # "7" is not in the request: the model's number is not trusted
+    assert set(out) == {"intent", "plan", "result"}  # the output schema: no input keys echoed back
+
+
+async def test_router_plans_without_running_when_execute_is_false(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    rt = make_rt()  # no actions: a plan-only request must not need them
+    out = await build_router_graph().ainvoke({"request": f"What is the mean amount in {sales_csv}?",
+                                              "execute": False}, context=rt)
+    assert out["plan"]["runnable"] and "result" not in out
+
+
+async def test_router_without_actions_says_how_to_get_them(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    with pytest.raises(RuntimeError, match="no actions.*make_runtime"):
+        await build_router_graph().ainvoke({"request": f"What is the mean amount in {sales_csv}?"}, context=make_rt())
 
 
 async def test_router_falls_back_to_heuristics_when_the_model_fails(scripted) -> None:
     script, make_rt = scripted
     script.on(".*", "this is not json", role="router")
     rt = make_rt()
-    out = await build_router_graph(rt).ainvoke({"request": "train on last night's tasks", "files": []})
+    out = await build_router_graph().ainvoke({"request": "train on last night's tasks", "files": []}, context=rt)
     assert out["intent"]["action"] == "train" and out["intent"]["source"] == "heuristic"
     assert not out["plan"]["runnable"] and "result" not in out

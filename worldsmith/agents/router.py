@@ -99,7 +99,8 @@ async def classify(llm: Any | None, request: str, files: list[str] | None = None
     from worldsmith.llm.errors import LLMError
 
     messages = [{"role": "system", "content": load_prompt("router.md")},
-                {"role": "user", "content": f"Request: {request}\nAttached files: {files or []}"}]
+                {"role": "user", "content": load_prompt("router_request.md").strip().format(request=request,
+                                                                                          files=files or [])}]
     try:
         got = await llm.astructured(messages, _LLMIntent, role=role)
     except LLMError:

@@ -1,1 +1,2 @@
-"""Application services shared by the CLI, the router, the web UI and the LangGraph server."""
+"""Application services: one orchestration per flow, shared by the CLI, the router's actions, the web UI and the
+LangGraph server. Above graphs/agents/training/tools/llm/core; below commands/, ui/ and cli."""

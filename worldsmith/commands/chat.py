@@ -30,28 +30,14 @@ def ask(request: Annotated[str, typer.Argument(help="What you want, in plain wor
         plan_only: Annotated[bool, typer.Option("--plan", help="Show the plan without running it.")] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
     """One-shot natural-language request: shows the plan, then runs it (or says what is missing)."""
-    from worldsmith.graphs.router import build_router_graph
+    from worldsmith.app.chat import run_request
     from worldsmith.llm.errors import LLMError
     from worldsmith.ui.terminal import render_event
 
     paths = _check_files(files or [])
-
-    async def go() -> dict:
-        rt = runtime()
-        graph = build_router_graph(rt)
-        final: dict = {}
-        async for mode, chunk in graph.astream({"request": request, "files": paths, "execute": not plan_only},
-                                               stream_mode=["custom", "values"], subgraphs=False):
-            if mode == "custom":
-                if not json_out:
-                    render_event(console, chunk)
-            else:
-                final = chunk
-        await rt.sessions.close_all()
-        return final
-
+    show = None if json_out else (lambda event: render_event(console, event))
     with friendly_errors(LLMError, OSError, ValueError):
-        final = asyncio.run(go())
+        final = asyncio.run(run_request(runtime(), request, paths, execute=not plan_only, on_event=show))
     plan = final.get("plan", {})
     result = final.get("result")
     if json_out:
@@ -69,29 +55,23 @@ def ask(request: Annotated[str, typer.Argument(help="What you want, in plain wor
 def chat(files: Annotated[Optional[list[Path]], typer.Argument(help="Data files to talk about.")] = None,
          thread: Annotated[Optional[str], typer.Option(help="Resume a chat thread by id.")] = None) -> None:
     """Terminal chat with the analyst: steps stream as they happen; variables persist between questions."""
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    from worldsmith.graphs.analyst import build_analyst_graph, initial_state
+    from worldsmith.app.chat import AnalystChat
     from worldsmith.llm.errors import LLMError
     from worldsmith.ui.terminal import render_event
 
     paths = _check_files(files or [])
-    settings = STATE.settings()
-    db = Path(settings.runs_dir) / "chat" / "threads.sqlite"
-    db.parent.mkdir(parents=True, exist_ok=True)
+    db = Path(STATE.settings().runs_dir) / "chat" / "threads.sqlite"
     thread_id = thread or uuid.uuid4().hex[:12]
+    workspace = db.parent / thread_id / "workspace"  # plots outlive the process
 
     async def go() -> None:
-        rt = runtime()
-        async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
-            graph = build_analyst_graph(checkpointer=saver)
-            cfg = {"configurable": {"thread_id": thread_id}, "recursion_limit": 8 * settings.analyst.max_turns + 20}
-            snapshot = await graph.aget_state(cfg)
-            if thread and not snapshot.values:
+        session = AnalystChat(runtime(), db)
+        try:
+            known = await session.state(thread_id)
+            if thread and not known:
                 fail(f"no chat thread {thread!r} in {db}", code=2)
-            known = snapshot.values.get("files", []) if snapshot.values else []
             console.print(f"[bold]worldsmith chat[/] — thread [cyan]{thread_id}[/] (resume with --thread {thread_id}); "
-                          f"files: {', '.join(Path(p).name for p in (known or paths)) or 'none'}. Empty line or Ctrl-D quits.")
+                          f"files: {', '.join(Path(p).name for p in (known.get('files') or paths)) or 'none'}. Empty line or Ctrl-D quits.")
             while True:
                 try:
                     question = console.input("[bold cyan]you> [/]").strip()
@@ -99,13 +79,11 @@ def chat(files: Annotated[Optional[list[Path]], typer.Argument(help="Data files 
                     break
                 if not question:
                     break
-                state = {"question": question} if snapshot.values else initial_state(
-                    question, paths, workspace=str(db.parent / thread_id / "workspace"))  # plots outlive the process
                 with friendly_errors(LLMError):
-                    async for event in graph.astream(state, cfg, context=rt, stream_mode="custom"):
+                    async for event in session.ask(thread_id, question, paths, workspace):
                         render_event(console, event)
-                snapshot = await graph.aget_state(cfg)
-            await rt.sessions.close_all()
+        finally:
+            await session.aclose()
 
     asyncio.run(go())
 

@@ -79,7 +79,7 @@ def emit_json(obj: Any) -> None:
 
 
 def runtime() -> Any:
-    """LLM + sandboxes for the effective settings (built lazily: `--help` never loads a model)."""
-    from worldsmith.graphs.runtime import GraphRuntime
+    """LLM + sandboxes + the router's actions for the effective settings (built lazily: `--help` never loads a model)."""
+    from worldsmith.app.runtime import make_runtime
 
-    return GraphRuntime.from_settings(STATE.settings())
+    return make_runtime(STATE.settings())

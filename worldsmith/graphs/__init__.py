@@ -1,15 +1,14 @@
-"""Every graph by name: `worldsmith.graphs.build(name, **config)` returns a compiled LangGraph graph.
+"""Every graph by name: `worldsmith.graphs.build(name, checkpointer=None)` returns a compiled LangGraph graph.
 
-`config` holds settings overrides (nested dicts, as in worldsmith.toml) plus the reserved keys
-`llm` (an LLM instance to use instead of building one), `checkpointer` and `settings`.
+Graphs are compiled without a runtime: callers pass one when they invoke them (``context=rt``, a
+:class:`worldsmith.graphs.runtime.GraphRuntime`); a graph invoked without one (under ``langgraph dev``) uses the
+process-wide runtime of :func:`worldsmith.graphs.runtime.context`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-from worldsmith.core.config import Settings, load_settings
 
 _BUILDERS: dict[str, Callable[..., Any]] = {}
 
@@ -26,17 +25,11 @@ def names() -> list[str]:
     return sorted(_BUILDERS)
 
 
-def build(name: str, **config: Any) -> Any:
+def build(name: str, checkpointer: Any = None) -> Any:
     _load_all()
     if name not in _BUILDERS:
         raise KeyError(f"unknown graph {name!r}; available: {', '.join(sorted(_BUILDERS))}")
-    llm = config.pop("llm", None)
-    checkpointer = config.pop("checkpointer", None)
-    settings: Settings = config.pop("settings", None) or load_settings(overrides=config)
-    from worldsmith.graphs.runtime import GraphRuntime
-
-    rt = GraphRuntime.from_settings(settings, llm=llm)
-    return _BUILDERS[name](rt, checkpointer=checkpointer)
+    return _BUILDERS[name](checkpointer=checkpointer)
 
 
 def _load_all() -> None:

@@ -1,29 +1,29 @@
-"""Registers each graph builder under its public name."""
+"""Registers each graph builder under its public name: `builder(checkpointer=None) -> compiled graph`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from worldsmith.graphs import register
-from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.graphs.runtime import context
 
 
 @register("analyst")
-def _analyst(rt: GraphRuntime, checkpointer: Any = None) -> Any:
+def _analyst(checkpointer: Any = None) -> Any:
     from worldsmith.graphs.analyst import build_analyst_graph
 
     return build_analyst_graph(checkpointer=checkpointer)  # the runtime comes as context= at invocation
 
 
 @register("router")
-def _router(rt: GraphRuntime, checkpointer: Any = None) -> Any:
+def _router(checkpointer: Any = None) -> Any:
     from worldsmith.graphs.router import build_router_graph
 
-    return build_router_graph(rt, checkpointer=checkpointer)
+    return build_router_graph(checkpointer=checkpointer)
 
 
 @register("world")
-def _world(rt: GraphRuntime, checkpointer: Any = None) -> Any:
+def _world(checkpointer: Any = None) -> Any:
     from worldsmith.graphs.world import build_world_graph
 
     return build_world_graph(checkpointer=checkpointer)

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from worldsmith.agents.router import Intent, classify
-from worldsmith.graphs.runtime import GraphRuntime, emit
+from worldsmith.graphs.runtime import GraphRuntime, context, emit
 
 HELP = ("I can: answer questions about your data files (\"what drives cancellations in bookings.csv?\"); "
         "generate a synthetic data world with audited files (\"make a world about energy\"); make analysis tasks "
@@ -27,13 +28,20 @@ class Plan(TypedDict):
     command: str
 
 
-class RouterState(TypedDict, total=False):
+class RouterInput(TypedDict, total=False):
     request: str
     files: list[str]
-    execute: bool
+    execute: bool  # False: classify and plan only
+
+
+class RouterOutput(TypedDict, total=False):
     intent: dict[str, Any]
     plan: Plan
     result: dict[str, Any]
+
+
+class RouterState(RouterInput, RouterOutput, total=False):
+    pass
 
 
 def make_plan(intent: Intent, settings: Any) -> Plan:
@@ -77,32 +85,41 @@ def make_plan(intent: Intent, settings: Any) -> Plan:
     return Plan(runnable=False, steps=[], command="", missing=["I could not tell what you want. " + HELP])
 
 
-def build_router_graph(rt: GraphRuntime, checkpointer: Any = None, dispatch: Any = None) -> Any:
-    """`dispatch(intent, plan, rt) -> dict` runs a runnable plan; defaults to worldsmith.graphs.actions.dispatch."""
+async def understand(state: RouterState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    """The request (and attached files) → a typed intent."""
+    intent = await classify(context(runtime).llm, state["request"], state.get("files"))
+    emit({"type": "intent", "intent": intent.model_dump()})
+    return {"intent": intent.model_dump()}
 
-    async def understand(state: RouterState) -> dict[str, Any]:
-        intent = await classify(rt.llm, state["request"], state.get("files"))
-        emit({"type": "intent", "intent": intent.model_dump()})
-        return {"intent": intent.model_dump()}
 
-    async def plan(state: RouterState) -> dict[str, Any]:
-        p = make_plan(Intent.model_validate(state["intent"]), rt.settings)
-        emit({"type": "plan", "plan": dict(p)})
-        if p["missing"]:
-            emit({"type": "missing", "items": p["missing"]})
-        return {"plan": p}
+async def plan(state: RouterState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    """The intent → a plan the person sees, with what is missing to run it."""
+    p = make_plan(Intent.model_validate(state["intent"]), context(runtime).settings)
+    emit({"type": "plan", "plan": dict(p)})
+    if p["missing"]:
+        emit({"type": "missing", "items": p["missing"]})
+    return {"plan": p}
 
-    def route(state: RouterState) -> Literal["run", "__end__"]:
-        return "run" if state["plan"]["runnable"] and state.get("execute", True) else END
 
-    async def run(state: RouterState) -> dict[str, Any]:
-        fn = dispatch
-        if fn is None:
-            from worldsmith.graphs.actions import dispatch as fn
-        result = await fn(Intent.model_validate(state["intent"]), state["plan"], rt)
-        return {"result": result}
+def route(state: RouterState) -> Literal["run", "__end__"]:
+    return "run" if state["plan"]["runnable"] and state.get("execute", True) else END
 
-    g = StateGraph(RouterState)
+
+async def run(state: RouterState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    """Run the plan with the runtime's actions (the application layer supplies them: graphs never import app)."""
+    rt = context(runtime)
+    if rt.actions is None:
+        raise RuntimeError("router: the runtime has no actions to run a plan with; build it with "
+                           "worldsmith.app.runtime.make_runtime(settings), or invoke with execute=False to plan only")
+    return {"result": await rt.actions(Intent.model_validate(state["intent"]), state["plan"], rt)}
+
+
+def build_router_graph(checkpointer: Any = None) -> Any:
+    """The compiled router graph; invoke it with ``context=rt`` (a GraphRuntime whose ``actions`` run plans).
+
+    No ``context_schema``: LangGraph coerces a dict context into a dataclass schema, and ``langgraph dev`` passes a
+    dict (GraphRuntime(**{}) fails); without one the served graph gets the dict and ``context()`` falls back."""
+    g = StateGraph(RouterState, input_schema=RouterInput, output_schema=RouterOutput)
     g.add_node("understand", understand)
     g.add_node("plan", plan)
     g.add_node("run", run)

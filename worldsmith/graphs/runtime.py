@@ -6,6 +6,7 @@ import asyncio
 import shutil
 import tempfile
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,22 +77,36 @@ class SandboxSessions:
             await self.close(sid)
 
 
+#: What the router runs for a runnable plan: ``await actions(intent, plan, rt) -> result``. The application layer
+#: (``worldsmith.app.actions.dispatch``) supplies it through the runtime, because graphs never import app.
+Actions = Callable[[Any, dict[str, Any], "GraphRuntime"], Awaitable[dict[str, Any]]]
+
+
 @dataclass
 class GraphRuntime:
     settings: Settings
     llm: Any
     sessions: SandboxSessions
+    actions: Actions | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings, llm: Any | None = None) -> GraphRuntime:
+    def from_settings(cls, settings: Settings, llm: Any | None = None, actions: Actions | None = None) -> GraphRuntime:
         if llm is None:
             from worldsmith.llm import LLM
 
             llm = LLM.from_settings(settings)
-        return cls(settings=settings, llm=llm, sessions=SandboxSessions(settings))
+        return cls(settings=settings, llm=llm, sessions=SandboxSessions(settings), actions=actions)
 
 
 _DEFAULT: GraphRuntime | None = None
+_DEFAULT_FACTORY: Callable[[], GraphRuntime] | None = None
+
+
+def set_default_runtime(factory: Callable[[], GraphRuntime] | None) -> None:
+    """How :func:`context` builds the process-wide fallback runtime (the LangGraph server entry point installs the
+    application's, which carries the router's actions); None restores plain ``GraphRuntime.from_settings``."""
+    global _DEFAULT_FACTORY, _DEFAULT
+    _DEFAULT_FACTORY, _DEFAULT = factory, None
 
 
 def context(runtime: Any) -> GraphRuntime:
@@ -103,7 +118,10 @@ def context(runtime: Any) -> GraphRuntime:
     if isinstance(ctx, GraphRuntime):
         return ctx
     if _DEFAULT is None:
-        from worldsmith.core.config import load_settings
+        if _DEFAULT_FACTORY is not None:
+            _DEFAULT = _DEFAULT_FACTORY()
+        else:
+            from worldsmith.core.config import load_settings
 
-        _DEFAULT = GraphRuntime.from_settings(load_settings())
+            _DEFAULT = GraphRuntime.from_settings(load_settings())
     return _DEFAULT

@@ -142,7 +142,9 @@ async def tasks(state: WorldState, runtime: Runtime[GraphRuntime]) -> dict[str, 
 
 
 def build_world_graph(checkpointer: Any = None) -> Any:
-    g = StateGraph(WorldState, input_schema=WorldInput, output_schema=WorldOutput, context_schema=GraphRuntime)
+    """The world graph; invoke it with ``context=rt``. No ``context_schema``: ``langgraph dev`` passes a dict context,
+    which LangGraph would coerce into the dataclass and fail; nodes resolve the runtime with ``context(runtime)``."""
+    g = StateGraph(WorldState, input_schema=WorldInput, output_schema=WorldOutput)
     g.add_node("prepare", prepare)
     g.add_node("build", build)
     g.add_node("tasks", tasks)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from worldsmith.core.llm_config import RoleConfigError
+
 
 class LLMError(Exception):
     """Base class of every error the LLM layer raises."""
 
 
-class LLMConfigError(LLMError, ValueError):
+class LLMConfigError(LLMError, RoleConfigError):
     """The configuration is wrong (unknown model, missing key, bad value); the message names the key."""
 
 

@@ -16,19 +16,11 @@ from pydantic import BaseModel, Field
 
 from worldsmith.core.aio import run_sync
 from worldsmith.core.schemas import Criterion
+from worldsmith.prompts import load_prompt
 
 MAX_RESPONSE_CHARS = 12_000
 MAX_INSTRUCTION_CHARS = 2_000
 MAX_CRITERIA_PER_CALL = 16
-
-JUDGE_SYSTEM = """You grade a data-analysis deliverable against a rubric. For each criterion decide `met` from the
-deliverable text alone and quote the shortest supporting evidence (or say what is missing).
-- A criterion with polarity "+" is met when the deliverable satisfies it.
-- A criterion with polarity "-" describes an error: it is met when the deliverable COMMITS that error.
-- Numbers must agree with `expected_value` within the stated tolerance (or to the precision the deliverable uses).
-- Do not give credit for claims the deliverable does not make; do not penalise valid extra insights.
-Return one verdict per criterion id, using exactly the ids given."""
-
 
 class CriterionVerdict(BaseModel):
     id: str = Field(description="the criterion id, exactly as given")
@@ -67,14 +59,15 @@ def _criterion_brief(c: Criterion) -> dict[str, Any]:
 
 def judge_messages(criteria: Sequence[Criterion], response_text: str, instruction: str = "",
                    max_response_chars: int = MAX_RESPONSE_CHARS) -> list[dict[str, str]]:
-    parts = []
-    if instruction.strip():
-        parts.append(f"## Task given to the analyst\n{clip_middle(instruction.strip(), MAX_INSTRUCTION_CHARS)}")
-    parts.append(f"## Deliverable\n{clip_middle(response_text.strip() or '(empty)', max_response_chars)}")
+    """The judge's conversation (templates judge_system.md, judge_task.md, judge_request.md in worldsmith/prompts)."""
     lines = "\n".join(json.dumps(_criterion_brief(c), ensure_ascii=False) for c in criteria)
-    parts.append(f"## Criteria (one JSON object per line)\n{lines}")
-    parts.append('Answer with JSON: {"verdicts": [{"id": ..., "met": true|false, "evidence": ...}, ...]}')
-    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+    request = load_prompt("judge_request.md").strip().format(
+        deliverable=clip_middle(response_text.strip() or "(empty)", max_response_chars), criteria=lines)
+    if instruction.strip():
+        task = load_prompt("judge_task.md").strip().format(
+            instruction=clip_middle(instruction.strip(), MAX_INSTRUCTION_CHARS))
+        request = f"{task}\n\n{request}"
+    return [{"role": "system", "content": load_prompt("judge_system.md").strip()}, {"role": "user", "content": request}]
 
 
 def batches(criteria: Sequence[Criterion], size: int = MAX_CRITERIA_PER_CALL) -> list[list[Criterion]]:

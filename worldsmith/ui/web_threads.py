@@ -15,7 +15,6 @@ No Gradio import here: this is plain asyncio, testable without a browser.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import uuid
@@ -74,7 +73,8 @@ def check_upload(path: Path, suffixes: list[str]) -> str | None:
 
 
 class ChatService:
-    """Owns the graph runtime (LLM + sandboxes) and the checkpointer for every web session of one server.
+    """The web side of chat for every session of one server: uploads and transcripts here; the analyst threads
+    (runtime, checkpointer, turns) are the application's :class:`worldsmith.app.chat.AnalystChat`.
 
     Everything async must run on one event loop (Gradio's server loop): the checkpointer and the sandbox
     workers bind to the loop that first uses them.
@@ -84,11 +84,7 @@ class ChatService:
         self.settings = settings
         self.root = Path(settings.runs_dir).resolve() / "web"
         self._llm = llm
-        self._graph: Any = None
-        self._rt: Any = None
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._lock: asyncio.Lock | None = None
-        self._thread_locks: dict[str, asyncio.Lock] = {}
+        self._chat: Any = None  # worldsmith.app.chat.AnalystChat, made on the server loop
         self.loop: asyncio.AbstractEventLoop | None = None
         self.suffixes = supported_upload_suffixes()
 
@@ -144,60 +140,34 @@ class ChatService:
         self.save(thread)
         return thread
 
-    # ---- the graph ---------------------------------------------------------------------------------------
-    async def graph(self) -> Any:
-        """The compiled analyst graph with the persistent checkpointer (built on first use, on this loop)."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._graph is None:
-                from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    # ---- the analyst (worldsmith.app.chat) ---------------------------------------------------------------
+    async def chat(self) -> Any:
+        """The application's analyst chat over this server's checkpointer (made on first use, on this loop)."""
+        if self._chat is None:
+            from worldsmith.app.chat import AnalystChat
+            from worldsmith.app.runtime import make_runtime
 
-                from worldsmith.graphs.analyst import build_analyst_graph
-                from worldsmith.graphs.runtime import GraphRuntime
-
-                rt = GraphRuntime.from_settings(self.settings, llm=self._llm)  # may raise LLM errors: caller shows them
-                db = self.root / "threads.sqlite"
-                db.parent.mkdir(parents=True, exist_ok=True)
-                stack = contextlib.AsyncExitStack()
-                saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(db)))
-                self._rt, self._stack, self.loop = rt, stack, asyncio.get_running_loop()
-                self._graph = build_analyst_graph(checkpointer=saver)
-            return self._graph
-
-    def _config(self, thread_id: str) -> dict[str, Any]:
-        return {"configurable": {"thread_id": thread_id},
-                "recursion_limit": 8 * self.settings.analyst.max_turns + 20}
+            rt = make_runtime(self.settings, llm=self._llm)  # may raise LLM errors: the caller shows them
+            self._chat, self.loop = AnalystChat(rt, self.root / "threads.sqlite"), asyncio.get_running_loop()
+        return await self._chat.open()
 
     async def ask(self, thread: WebThread, question: str) -> AsyncIterator[dict[str, Any]]:
         """Stream the analyst's events for `question` in `thread` (a follow-up when the thread has state).
 
         Questions to one thread run one at a time (two tabs may hold the same thread)."""
-        from worldsmith.graphs.analyst import initial_state
-
-        graph = await self.graph()
-        cfg = self._config(thread.id)
-        async with self._thread_locks.setdefault(thread.id, asyncio.Lock()):
-            snapshot = await graph.aget_state(cfg)
-            if snapshot.values and snapshot.values.get("messages"):
-                state: dict[str, Any] = {"question": question}
-            else:
-                state = initial_state(question, thread.files, session_id=thread.id,
-                                      workspace=str(self.workspace_dir(thread.id)))
-            async for event in graph.astream(state, cfg, context=self._rt, stream_mode="custom"):
-                yield event
+        chat = await self.chat()
+        async for event in chat.ask(thread.id, question, thread.files, self.workspace_dir(thread.id)):
+            yield event
 
     async def forget(self, thread_id: str) -> None:
         """Close the thread's sandbox (its files and checkpoints stay; the thread can be reopened)."""
-        if self._rt is not None:
-            await self._rt.sessions.close(thread_id)
+        if self._chat is not None:
+            await self._chat.forget(thread_id)
 
     async def aclose(self) -> None:
-        if self._rt is not None:
-            await self._rt.sessions.close_all()
-        if self._stack is not None:
-            await self._stack.aclose()
-        self._graph = self._rt = self._stack = None
+        if self._chat is not None:
+            await self._chat.aclose()
+        self._chat = None
 
     def close_from_any_thread(self, timeout_s: float = 15.0) -> None:
         """Close sandboxes and the checkpointer from outside the server loop (at shutdown)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from worldsmith.tools.sandbox.base import (ExecError, ExecResult, PathOutsideWorkspace, Sandbox, SandboxClosed,
                                            SandboxError, SandboxUnavailable, SyncSandbox, truncate_middle)
-from worldsmith.tools.sandbox.config import Backend, Mode, SandboxConfig
+from worldsmith.core.sandbox_config import Backend, Mode, SandboxConfig
 from worldsmith.tools.sandbox.precheck import PrecheckReport, precheck
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import Any, Coroutine, TypeVar
 
 from pydantic import BaseModel, Field
 
-from worldsmith.tools.sandbox.config import Mode, SandboxConfig
+from worldsmith.core.sandbox_config import Mode, SandboxConfig
 from worldsmith.tools.sandbox.precheck import precheck
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ from typing import Any
 
 from worldsmith.tools.sandbox.base import (ExecError, ExecResult, Sandbox, SandboxError, SandboxUnavailable,
                                            truncate_middle)
-from worldsmith.tools.sandbox.config import Mode, SandboxConfig
+from worldsmith.core.sandbox_config import Mode, SandboxConfig
 from worldsmith.tools.sandbox.workspace import split_rel
 
 Snapshot = dict[str, tuple[str, int]]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.tools.sandbox.client import LaunchSpec
-from worldsmith.tools.sandbox.config import SandboxConfig
+from worldsmith.core.sandbox_config import SandboxConfig
 
 log = logging.getLogger(__name__)
 WORKER_FILE = Path(__file__).with_name("worker.py")

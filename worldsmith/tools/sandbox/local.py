@@ -17,7 +17,7 @@ from pathlib import Path
 
 from worldsmith.tools.sandbox.base import ExecError, ExecResult, PathOutsideWorkspace, Sandbox, SandboxUnavailable
 from worldsmith.tools.sandbox.client import WorkerDied, WorkerProcess, WorkerTimeout
-from worldsmith.tools.sandbox.config import Mode, SandboxConfig
+from worldsmith.core.sandbox_config import Mode, SandboxConfig
 from worldsmith.tools.sandbox.launch import Launcher
 from worldsmith.tools.sandbox.workspace import (changed, link_inputs, list_regular, read_beneath, scan, split_rel,
                                                 total_bytes, unlink_beneath, unlink_inputs, write_beneath)

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from worldsmith.tools.sandbox.attacks import ATTACKS, INJECTION, SECRET_ENV, Ctx
 from worldsmith.tools.sandbox.base import Sandbox
-from worldsmith.tools.sandbox.config import SandboxConfig
+from worldsmith.core.sandbox_config import SandboxConfig
 
 __all__ = ["ATTACKS", "AttackResult", "format_results", "run_selftest", "selftest_async", "selftest_main"]
 

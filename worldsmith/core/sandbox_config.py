@@ -1,6 +1,7 @@
 """Sandbox configuration: one pydantic model, every knob with a default, a description and a unit.
 
-The global settings carry it as `settings.sandbox`; `open_sandbox(config, ...)` takes it directly.
+The global settings carry it as `settings.sandbox`; `open_sandbox(config, ...)` takes it directly. It is a core
+contract (the settings are assembled in core, which imports nothing from tools).
 """
 
 from __future__ import annotations

@@ -1,33 +1,15 @@
-"""What the router runs for each runnable intent. Each action leaves a run directory."""
+"""Ask: one analyst trajectory over the given files, saved as trajectory.json + report.md in a run directory."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from worldsmith.agents.router import Intent
 from worldsmith.core.runs import RunDir
 from worldsmith.core.schemas import Trajectory
 from worldsmith.core.store import write_model
 from worldsmith.graphs.analyst import build_analyst_graph, initial_state
 from worldsmith.graphs.runtime import GraphRuntime, emit
-
-
-async def dispatch(intent: Intent, plan: dict[str, Any], rt: GraphRuntime) -> dict[str, Any]:
-    if intent.action == "answer_question":
-        return await answer_question(rt, intent.question or "", intent.files)
-    if intent.action == "help":
-        return {"text": plan["steps"][0]}
-    if intent.action in ("make_world", "make_tasks"):
-        from worldsmith.app.world import run_world_request  # TODO(layering): dispatch belongs in app/
-
-        return await run_world_request(rt, domain=intent.domain, tasks=intent.action == "make_tasks",
-                                       max_tasks=intent.count, topic=intent.topic)
-    if intent.action == "evaluate":
-        from worldsmith.commands.evaluate import evaluate_path
-
-        return await evaluate_path(rt, Path(intent.files[0]))
-    raise ValueError(f"nothing to run for intent {intent.action!r}")
 
 
 async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, run: RunDir | None = None) -> dict[str, Any]:
@@ -38,10 +20,10 @@ async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, 
     session = run.path.name
     state = initial_state(question, [str(Path(f).expanduser().resolve()) for f in files], session_id=session,
                           workspace=str(run.path / "workspace"))
+    cfg = {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20}
     out: dict[str, Any] = {}
     try:  # forward the analyst's events to whoever streams the calling graph
-        async for mode, chunk in graph.astream(state, {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20},
-                                               context=rt, stream_mode=["custom", "values"]):
+        async for mode, chunk in graph.astream(state, cfg, context=rt, stream_mode=["custom", "values"]):
             if mode == "custom":
                 emit(chunk)
             else:

@@ -1,0 +1,64 @@
+"""Eval: solve tasks with the analyst, grade them, write the report; shared by `worldsmith eval`, the router and
+the DABench benchmark script."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from worldsmith.graphs.runtime import GraphRuntime
+
+#: ``progress(done, total)`` after each finished trajectory.
+Progress = Callable[[int, int], None]
+
+
+def load_tasks(path: Path, *, limit: int | None = None, ids: list[str] | None = None, split: str | None = None) -> list:
+    """Tasks from a collection (index.jsonl), one task package (task.json) or a DABench-format folder."""
+    from worldsmith.core.taskpkg import TaskCollection, read_task_package
+    from worldsmith.training.dabench import load_dabench
+
+    if (path / "questions.jsonl").is_file():
+        tasks = load_dabench(path, ids=ids, limit=limit)
+    elif (path / "index.jsonl").is_file():
+        tasks = TaskCollection(path).tasks(split)
+        if ids:
+            tasks = [t for t in tasks if t.id in set(ids)]
+        tasks = tasks[:limit] if limit else tasks
+    elif (path / "task.json").is_file():
+        tasks = [read_task_package(path)]
+    else:
+        raise FileNotFoundError(f"{path}: not a task collection (index.jsonl), a task package (task.json) "
+                                "or a DABench-format folder (questions.jsonl)")
+    if not tasks:
+        raise ValueError(f"{path}: no tasks selected")
+    return tasks
+
+
+async def evaluate_path(rt: GraphRuntime, path: Path, *, samples: int | None = None, limit: int | None = None,
+                        ids: list[str] | None = None, split: str | None = None, run_path: Path | None = None,
+                        progress: Progress | None = None) -> dict[str, Any]:
+    """Evaluate the analyst on the tasks at `path` in a new run directory (or continue `run_path`).
+
+    Returns the summary every front end shows: status, run_dir, report, overall and by_level metrics."""
+    from worldsmith.core.runs import RunDir
+    from worldsmith.graphs.solve import TaskSolver
+    from worldsmith.training.evaluate import evaluate
+
+    settings = rt.settings
+    samples = samples or settings.eval.samples
+    tasks = load_tasks(path, limit=limit, ids=ids, split=split)
+    run = RunDir.open(run_path) if run_path else RunDir.create("eval", settings.runs_dir, config=settings.masked())
+    run.event("eval_request", tasks=str(path), n_tasks=len(tasks), samples=samples)
+    temperature = settings.eval.temperature_when_sampling if samples > 1 else None
+    solver = TaskSolver(rt, temperature=temperature)
+    model = settings.llm.for_role("agent").model
+    try:
+        report = await evaluate(tasks, solver, samples=samples, run_dir=run, concurrency=settings.eval.concurrency,
+                                llm=rt.llm, model=model, progress=progress)
+    finally:
+        await rt.sessions.close_all()
+    o = report.overall
+    run.finish(status="ok", pass_at_1=o.pass_at_1, n_tasks=o.n_tasks)
+    return {"status": "ok", "run_dir": str(run.path), "report": str(run.path / "report.md"),
+            "overall": o.model_dump(), "by_level": {k: v.model_dump() for k, v in report.by_level.items()}}
