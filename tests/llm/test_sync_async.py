@@ -105,3 +105,18 @@ def test_sync_methods_only_wrap_their_async_twins() -> None:
         body = inspect.getsource(getattr(LLM, name)).split('"""')[-1]  # the code after the docstring
         lines = [ln for ln in body.strip().splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].strip().startswith(f"return self._sync(self.a{name}("), (name, lines)
+
+
+def test_an_llm_dropped_without_close_stops_its_loop(make_llm, tmp_path) -> None:
+    import gc
+
+    from worldsmith.llm import LLMConfig
+
+    loop_threads = lambda: [t for t in threading.enumerate() if t.name == "worldsmith-llm"]  # noqa: E731
+    before = len(loop_threads())
+    llm = LLM(LLMConfig(default=SCRIPTED), home=tmp_path)
+    llm.script("agent").fallback("ok")
+    assert llm.complete(MSG).text == "ok" and len(loop_threads()) == before + 1
+    del llm
+    gc.collect()
+    assert len(loop_threads()) == before

@@ -98,6 +98,7 @@ class LLM:
         self._by_role: dict[str, tuple[EndpointConfig, _Endpoint]] = {}
         self._lock = threading.Lock()
         self._loop = LoopThread("worldsmith-llm")  # runs the sync API's coroutines; started on first use
+        weakref.finalize(self, self._loop.stop)  # an LLM dropped without close() does not leave its thread behind
 
     @classmethod
     def from_settings(cls, settings: Any) -> "LLM":
@@ -225,14 +226,12 @@ class LLM:
                                 completion_tokens=c.usage.completion_tokens, latency_s=c.latency_s)
         return c
 
-    def _finish(self, call: _Call, raw: RawCompletion, t0: float, *, write: bool = True) -> Completion:
+    def _finish(self, call: _Call, raw: RawCompletion, t0: float) -> Completion:
         c = Completion(text=raw.text, finish_reason=raw.finish_reason,
                        usage=TokenUsage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens),
                        latency_s=time.perf_counter() - t0, model=raw.model or call.cfg.model,
                        provider=call.cfg.provider, role=call.role, logprobs=raw.logprobs, token_ids=raw.token_ids,
                        **_request_record(call.request))
-        if write:
-            self._write_cache(call, c)
         self._usage.record_call(call.role, cached=False, prompt_tokens=raw.prompt_tokens,
                                 completion_tokens=raw.completion_tokens, latency_s=c.latency_s)
         return c
@@ -275,7 +274,7 @@ class LLM:
             return cached
         raw = await self._attempts(call.role, call.cfg, call.endpoint,
                                    lambda: call.endpoint.provider.acomplete(call.request))
-        c = self._finish(call, raw, t0, write=False)
+        c = self._finish(call, raw, t0)
         if call.key is not None:  # file I/O in a worker thread: the event loop keeps serving other requests
             await asyncio.to_thread(self._write_cache, call, c)
         return c
