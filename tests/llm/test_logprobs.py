@@ -42,3 +42,14 @@ def test_scripted_provider_has_no_logprobs(make_llm) -> None:
     llm.script("agent").fallback("fine")
     c = llm.complete(MSG, logprobs=True)
     assert c.text == "fine" and c.logprobs is None and c.token_ids is None
+
+
+def test_langchain_adapter_passes_logprobs_through(fake_openai: FakeOpenAI, make_llm) -> None:
+    from worldsmith.llm.langchain import WorldsmithChatModel
+
+    fake_openai.responder = lambda body: "yes no"
+    chat = WorldsmithChatModel(llm=make_llm(fake_openai.endpoint(), cache=False))
+    msg = chat.invoke("answer", logprobs=True)
+    assert msg.content == "yes no"
+    assert msg.response_metadata["logprobs"]["content"] == [{"token": "yes", "logprob": -0.5},
+                                                            {"token": " no", "logprob": -1.0}]
