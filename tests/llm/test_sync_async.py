@@ -79,17 +79,17 @@ def test_sync_calls_from_threads_share_one_loop_and_are_independent(make_llm) ->
     for t in threads:
         t.join()
     assert out == {i: f"Q{i}" for i in range(12)}
-    assert sum(t.name == "worldsmith-llm" for t in threading.enumerate()) >= 1
+    assert llm._loop.thread is not None and llm._loop.thread.name == "worldsmith-llm"
 
 
 def test_close_stops_the_loop_and_the_llm_stays_usable(fake_openai: FakeOpenAI, make_llm) -> None:
     llm: LLM = make_llm(fake_openai.endpoint(), cache=False)
-    loop_threads = lambda: [t for t in threading.enumerate() if t.name == "worldsmith-llm"]  # noqa: E731
-    before = len(loop_threads())
+    assert llm._loop.thread is None  # nothing runs until the sync API is used
     llm.complete(MSG)
-    assert len(loop_threads()) == before + 1
+    thread = llm._loop.thread
+    assert thread is not None and thread.is_alive()
     llm.close()
-    assert len(loop_threads()) == before
+    assert not thread.is_alive() and llm._loop.thread is None
     fake_openai.enqueue(Action.reply("again"))
     assert llm.complete(MSG).text == "again"
 
@@ -107,16 +107,16 @@ def test_sync_methods_only_wrap_their_async_twins() -> None:
         assert len(lines) == 1 and lines[0].strip().startswith(f"return self._sync(self.a{name}("), (name, lines)
 
 
-def test_an_llm_dropped_without_close_stops_its_loop(make_llm, tmp_path) -> None:
+def test_an_llm_dropped_without_close_stops_its_loop(tmp_path) -> None:
     import gc
 
     from worldsmith.llm import LLMConfig
 
-    loop_threads = lambda: [t for t in threading.enumerate() if t.name == "worldsmith-llm"]  # noqa: E731
-    before = len(loop_threads())
     llm = LLM(LLMConfig(default=SCRIPTED), home=tmp_path)
     llm.script("agent").fallback("ok")
-    assert llm.complete(MSG).text == "ok" and len(loop_threads()) == before + 1
+    assert llm.complete(MSG).text == "ok"
+    thread = llm._loop.thread
+    assert thread is not None and thread.is_alive()
     del llm
     gc.collect()
-    assert len(loop_threads()) == before
+    assert not thread.is_alive()

@@ -34,6 +34,11 @@ class LoopThread:
     def started(self) -> bool:
         return self._loop is not None and self._pid == os.getpid()
 
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The thread serving the loop (None before the first :meth:`run` and after :meth:`stop`)."""
+        return self._thread if self.started else None
+
     def _ensure(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None or self._pid != os.getpid():  # a forked child has the loop but not its thread
