@@ -19,7 +19,7 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Iterable, Sequence, TypeVar
 
 from pydantic import BaseModel
 
@@ -175,8 +175,8 @@ class LLM:
         for provider in providers:
             provider.close()
 
-    def _sync(self, coro: Awaitable[T]) -> T:
-        return self._loop.run(coro)  # type: ignore[arg-type]
+    def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._loop.run(coro)
 
     # -- request preparation -----------------------------------------------------------------------------
     def _prepare(self, messages: Sequence[MessageLike], role: str, schema: dict | None, schema_name: str,
