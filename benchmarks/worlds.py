@@ -33,7 +33,6 @@ TEMPLATE = "operations_supply_chain"
 
 def _baseline_write(world: Path, scratch: Path) -> float:
     """Seconds to write the world's final observed tables with pandas' own writers."""
-    import pandas as pd
 
     from worldsmith.evolution.worlds import load_world
     from worldsmith.evolution.worlds.reconcile import FrameCache, find_parts

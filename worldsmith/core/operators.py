@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+
+from worldsmith.core.aio import run_sync
 
 if TYPE_CHECKING:
     from worldsmith.core.storage import StepStorage
@@ -22,11 +24,6 @@ Category = Literal["generate", "evaluate", "filter", "refine"]
 Row = dict[str, Any]
 T = TypeVar("T")
 _KEY = re.compile(r"^(input|output)_(\w+?)_key$")
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from sync code (the thin wrapper every sync entry point uses)."""
-    return asyncio.run(coro)
 
 
 class BindingError(ValueError):

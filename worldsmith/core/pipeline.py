@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldsmith.core.operators import BindingError, Binding, Operator, Row, run_sync
+from worldsmith.core.aio import run_sync
+from worldsmith.core.operators import Binding, BindingError, Operator, Row
 from worldsmith.core.storage import StepStorage
 
 

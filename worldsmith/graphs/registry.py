@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from worldsmith.graphs import register
-from worldsmith.graphs.runtime import context
 
 
 @register("analyst")

@@ -3,7 +3,8 @@ are assembled: core imports nothing from llm)."""
 
 from __future__ import annotations
 
-from worldsmith.core.llm_config import (DEFAULT_CONCURRENCY, EndpointConfig, LLMConfig, Provider, RoleConfigError,
-                                        StructuredMode)
+from worldsmith.core.llm_config import (BUILTIN_ROLES, DEFAULT_CONCURRENCY, EndpointConfig, LLMConfig, Provider,
+                                        RoleConfigError, StructuredMode)
 
-__all__ = ["DEFAULT_CONCURRENCY", "EndpointConfig", "LLMConfig", "Provider", "RoleConfigError", "StructuredMode"]
+__all__ = ["BUILTIN_ROLES", "DEFAULT_CONCURRENCY", "EndpointConfig", "LLMConfig", "Provider", "RoleConfigError",
+           "StructuredMode"]

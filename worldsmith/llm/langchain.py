@@ -27,7 +27,7 @@ from worldsmith.llm.errors import LLMConfigError
 from worldsmith.llm.types import Completion
 
 _ROLE_OF_TYPE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
-_CALL_KWARGS = {"max_tokens", "temperature", "top_p", "seed", "sample_index", "use_cache"}
+_CALL_KWARGS = {"max_tokens", "temperature", "top_p", "seed", "sample_index", "use_cache", "logprobs"}
 
 
 def to_chat_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
@@ -57,8 +57,11 @@ def _chat_result(c: Completion) -> ChatResult:
              "total_tokens": c.usage.total_tokens}
     meta = {"finish_reason": c.finish_reason, "model_name": c.model, "provider": c.provider, "cached": c.cached,
             "latency_s": c.latency_s}
+    info: dict[str, Any] = {"finish_reason": c.finish_reason}
+    if c.logprobs is not None:  # where ChatOpenAI puts them too
+        meta["logprobs"] = info["logprobs"] = {"content": [t.model_dump() for t in c.logprobs]}
     msg = AIMessage(content=c.text, usage_metadata=usage, response_metadata=meta)  # type: ignore[arg-type]
-    return ChatResult(generations=[ChatGeneration(message=msg, generation_info={"finish_reason": c.finish_reason})],
+    return ChatResult(generations=[ChatGeneration(message=msg, generation_info=info)],
                       llm_output={"token_usage": {"prompt_tokens": c.usage.prompt_tokens,
                                                   "completion_tokens": c.usage.completion_tokens},
                                   "model_name": c.model})
@@ -66,7 +69,7 @@ def _chat_result(c: Completion) -> ChatResult:
 
 class WorldsmithChatModel(BaseChatModel):
     """LangChain chat model answering through ``llm`` as ``role``. Extra call kwargs: max_tokens, temperature,
-    top_p, seed, sample_index, use_cache."""
+    top_p, seed, sample_index, use_cache, logprobs."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -31,26 +31,8 @@ class RetryPolicy:
 OnRetry = Callable[[int, TransientError, float], None]
 
 
-def run_with_retry(fn: Callable[[], T], policy: RetryPolicy, on_retry: OnRetry | None = None) -> T:
-    """Call ``fn`` until it stops raising :class:`TransientError` or retries run out (then re-raise)."""
-    attempt = 0
-    while True:
-        try:
-            return fn()
-        except TransientError as exc:
-            if attempt >= policy.max_retries:
-                raise
-            wait = policy.delay(attempt, exc.retry_after)
-            if on_retry:
-                on_retry(attempt, exc, wait)
-            time.sleep(wait)
-            attempt += 1
-
-
-async def arun_with_retry(
-    fn: Callable[[], Awaitable[T]], policy: RetryPolicy, on_retry: OnRetry | None = None
-) -> T:
-    """Async twin of :func:`run_with_retry`."""
+async def retry(fn: Callable[[], Awaitable[T]], policy: RetryPolicy, on_retry: OnRetry | None = None) -> T:
+    """Await ``fn()`` until it stops raising :class:`TransientError` or retries run out (then re-raise)."""
     attempt = 0
     while True:
         try:

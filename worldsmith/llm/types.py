@@ -55,6 +55,13 @@ class TokenUsage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
+class TokenLogprob(BaseModel):
+    """One generated token and its log-probability (natural log) under the sampling distribution."""
+
+    token: str
+    logprob: float
+
+
 class Completion(BaseModel):
     """The result of one chat completion."""
 
@@ -70,6 +77,12 @@ class Completion(BaseModel):
         default_factory=list, description="The messages exactly as the provider received them (training record).")
     sampling: dict[str, Any] = Field(
         default_factory=dict, description="Effective sampling parameters: max_tokens, temperature, top_p, seed, stop.")
+    logprobs: list[TokenLogprob] | None = Field(
+        None, description="Per generated token: text and logprob, when asked (logprobs=True) and the provider gives "
+        "them; else None.")
+    token_ids: list[int] | None = Field(
+        None, description="Generated token ids, where the provider returns them (e.g. vLLM's return_token_ids); "
+        "else None.")
 
 
 @dataclass
@@ -95,6 +108,7 @@ class ProviderRequest:
     schema: dict[str, Any] | None = None  # JSON schema when structured output is wanted
     schema_name: str = "response"
     extra_body: dict[str, Any] = field(default_factory=dict)
+    logprobs: bool = False  # ask for per-token logprobs
 
 
 @dataclass
@@ -105,4 +119,15 @@ class RawCompletion:
     finish_reason: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    model: str = ""
+    logprobs: list[TokenLogprob] | None = None
+    token_ids: list[int] | None = None
+
+
+@dataclass
+class RawEmbedding:
+    """What a provider returns from one embedding request: one vector per input text, in input order."""
+
+    vectors: list[list[float]]
+    prompt_tokens: int = 0
     model: str = ""

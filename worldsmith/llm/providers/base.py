@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable
 
 from worldsmith.llm.config import EndpointConfig
-from worldsmith.llm.types import ProviderRequest, RawCompletion
+from worldsmith.llm.errors import LLMConfigError
+from worldsmith.llm.types import ProviderRequest, RawCompletion, RawEmbedding
 
 #: (role, field) -> the settings key a user edits, e.g. ("judge", "model") -> "llm.roles.judge.model".
 KeyPath = Callable[[str, str], str]
 
 
 class Provider(ABC):
-    """Talks to one endpoint. Raise :class:`TransientError` for retryable failures and the other
-    :mod:`worldsmith.llm.errors` classes (with the config key to fix) for everything else."""
+    """Talks to one endpoint, async only (the client's sync API wraps it). Raise :class:`TransientError` for
+    retryable failures and the other :mod:`worldsmith.llm.errors` classes (with the config key to fix) for
+    everything else. Blocking work (llama.cpp, numpy) runs in a worker thread so the event loop stays free."""
 
     name: str = "?"
-    #: True when ``acomplete`` is natively async; otherwise it runs ``complete`` in a worker thread.
-    native_async: bool = False
     #: False for providers whose answers must not be cached (the scripted provider: a script is code, not a model).
     cacheable: bool = True
 
@@ -30,10 +29,12 @@ class Provider(ABC):
         self.models_dir = models_dir
 
     @abstractmethod
-    def complete(self, req: ProviderRequest) -> RawCompletion: ...
+    async def acomplete(self, req: ProviderRequest) -> RawCompletion: ...
 
-    async def acomplete(self, req: ProviderRequest) -> RawCompletion:
-        return await asyncio.to_thread(self.complete, req)
+    async def aembed(self, texts: list[str], role: str) -> RawEmbedding:
+        """One embedding vector per text. Providers without embeddings keep this default."""
+        raise LLMConfigError(f"{self.key_path(role, 'provider')}: provider {self.name!r} has no embeddings; use "
+                             "'embedded' (model all-minilm-l6-v2, offline), 'openai' or 'scripted'")
 
     def check(self, role: str) -> None:
         """Validate what can be validated without a request (keys, packages, files). Raise on a problem."""
@@ -46,5 +47,8 @@ class Provider(ABC):
         """Short human description of the endpoint, for messages."""
         return f"{self.name}:{self.cfg.model}"
 
+    async def aclose(self) -> None:
+        """Release what belongs to the running event loop (e.g. its HTTP client)."""
+
     def close(self) -> None:
-        """Release clients and connections (models stay shared in the process)."""
+        """Drop clients and connections (models stay shared in the process)."""

@@ -6,11 +6,19 @@ GGUF metadata. Structured output uses ``response_format={"type": "json_object", 
 llama-cpp-python turns into a grammar, so the reply is schema-valid JSON (the client still validates it).
 
 A running generation cannot be interrupted safely, so ``timeout_s`` is not enforced here; ``max_tokens``
-bounds the time a request can take.
+bounds the time a request can take. The blocking llama.cpp call runs in a worker thread (the event loop
+stays free) under the model's lock.
+
+Logprobs: llama.cpp returns them only for a model loaded with ``logits_all=True``, which allocates
+n_ctx × vocabulary floats (about 5 GB for Qwen2.5 at 8k context), so this provider returns none.
+
+Embeddings: the endpoint's model names a local embedding model (``all-minilm-l6-v2``, see
+:mod:`worldsmith.llm.embeddings`), computed in a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import os
@@ -20,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from worldsmith.llm.embeddings import EMBEDDING_MODELS, check_local_model, load_local_model
 from worldsmith.llm.errors import LLMRequestError, LLMUnavailableError
 from worldsmith.llm.models import INSTALL_HINT, REGISTRY, ModelSpec, ensure_model, get_spec, missing_packages
 from worldsmith.llm.providers.base import Provider
-from worldsmith.llm.types import ProviderRequest, RawCompletion
+from worldsmith.llm.types import ProviderRequest, RawCompletion, RawEmbedding
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +117,9 @@ class EmbeddedProvider(Provider):
         return get_spec(self.cfg.model, key=self.key_path(role, "model"))
 
     def check(self, role: str) -> None:
+        if self.cfg.model in EMBEDDING_MODELS:
+            check_local_model(self.cfg.model, key=self.key_path(role, "model"))
+            return
         spec = self.spec(role)
         missing = missing_packages(spec)
         if missing:
@@ -152,7 +164,18 @@ class EmbeddedProvider(Provider):
             kw.setdefault(k, v)
         return kw
 
-    def complete(self, req: ProviderRequest) -> RawCompletion:
+    async def acomplete(self, req: ProviderRequest) -> RawCompletion:
+        return await asyncio.to_thread(self._complete, req)
+
+    async def aembed(self, texts: list[str], role: str) -> RawEmbedding:
+        def run() -> RawEmbedding:
+            model = load_local_model(self.cfg.model, key=self.key_path(role, "model"))
+            vectors, tokens = model.encode(texts)
+            return RawEmbedding(vectors.tolist(), prompt_tokens=tokens, model=self.cfg.model)
+
+        return await asyncio.to_thread(run)
+
+    def _complete(self, req: ProviderRequest) -> RawCompletion:
         kw = self.build_kwargs(req)
         for _ in range(2):  # a model closed by unload_all() between lookup and lock is reloaded once
             m = self.model(req.role)

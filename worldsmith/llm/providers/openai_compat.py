@@ -21,7 +21,7 @@ from worldsmith.llm.errors import LLMConfigError, LLMRequestError, LLMUnavailabl
 from worldsmith.llm.providers.base import Provider
 from worldsmith.llm.retry import parse_retry_after
 from worldsmith.llm.structured import is_strict_compatible
-from worldsmith.llm.types import ProviderRequest, RawCompletion
+from worldsmith.llm.types import ProviderRequest, RawCompletion, RawEmbedding, TokenLogprob
 
 _MODES = ("json_schema", "json_object", "none")
 _FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|schema|structured|guided|grammar", re.I)
@@ -38,13 +38,11 @@ def is_local_url(url: str | None) -> bool:
 
 class OpenAIProvider(Provider):
     name = "openai"
-    native_async = True
 
     def __init__(self, cfg, **kw) -> None:  # type: ignore[no-untyped-def]
         super().__init__(cfg, **kw)
         self._mode_index = 0  # negotiated position in _MODES when structured == 'auto'
         self._lock = threading.Lock()
-        self._client: openai.OpenAI | None = None
         self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
             weakref.WeakKeyDictionary()
         )
@@ -80,12 +78,6 @@ class OpenAIProvider(Provider):
         return {"api_key": self.api_key(role), "base_url": self.cfg.base_url, "timeout": self.cfg.timeout_s,
                 "max_retries": 0}
 
-    def _sync_client(self, role: str) -> openai.OpenAI:
-        with self._lock:
-            if self._client is None:
-                self._client = openai.OpenAI(**self._client_kwargs(role))
-            return self._client
-
     def _async_client(self, role: str) -> openai.AsyncOpenAI:
         loop = asyncio.get_running_loop()  # httpx async pools belong to one event loop
         with self._lock:
@@ -94,11 +86,14 @@ class OpenAIProvider(Provider):
                 client = self._aclients[loop] = openai.AsyncOpenAI(**self._client_kwargs(role))
             return client
 
+    async def aclose(self) -> None:
+        with self._lock:
+            client = self._aclients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
     def close(self) -> None:
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
             self._aclients.clear()
 
     # -- requests ------------------------------------------------------------------------------------
@@ -120,6 +115,8 @@ class OpenAIProvider(Provider):
             kw["stop"] = req.stop
         if req.extra_body:
             kw["extra_body"] = req.extra_body
+        if req.logprobs:
+            kw["logprobs"] = True
         if mode == "json_schema":
             assert req.schema is not None
             kw["response_format"] = {"type": "json_schema", "json_schema": {
@@ -136,18 +133,6 @@ class OpenAIProvider(Provider):
         with self._lock:
             self._mode_index = max(self._mode_index, _MODES.index(mode) + 1)
         return True
-
-    def complete(self, req: ProviderRequest) -> RawCompletion:
-        client = self._sync_client(req.role)
-        for mode in self._modes(req):
-            try:
-                return self._parse(client.chat.completions.create(**self._kwargs(req, mode)))
-            except openai.BadRequestError as exc:
-                if not self._downgrade(mode, exc):
-                    raise self._map(exc, req.role) from None
-            except openai.APIError as exc:
-                raise self._map(exc, req.role) from None
-        raise AssertionError("unreachable: the last structured mode never downgrades")
 
     async def acomplete(self, req: ProviderRequest) -> RawCompletion:
         client = self._async_client(req.role)
@@ -172,7 +157,23 @@ class OpenAIProvider(Provider):
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             model=resp.model or self.cfg.model,
+            logprobs=_logprobs(choice),
+            token_ids=_token_ids(choice),
         )
+
+    async def aembed(self, texts: list[str], role: str) -> RawEmbedding:
+        client = self._async_client(role)
+        try:
+            resp = await client.embeddings.create(model=self.cfg.model, input=texts, encoding_format="float")
+        except openai.APIError as exc:
+            raise self._map(exc, role) from None
+        data = sorted(resp.data or [], key=lambda d: d.index)
+        if len(data) != len(texts):
+            raise LLMRequestError(f"{self.describe()} returned {len(data)} embeddings for {len(texts)} texts "
+                                  f"(model {self.cfg.model!r})")
+        usage = resp.usage
+        return RawEmbedding([[float(x) for x in d.embedding] for d in data],
+                            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0, model=resp.model or self.cfg.model)
 
     def _map(self, exc: openai.APIError, role: str) -> Exception:
         """Translate an SDK error into one of ours, with the config key to fix."""
@@ -201,6 +202,19 @@ class OpenAIProvider(Provider):
                 f"check the model name and {self.key_path(role, 'base_url')}"
             )
         return LLMRequestError(f"{where} rejected the request for role {role!r} (HTTP {status}: {detail})")
+
+
+def _logprobs(choice: Any) -> list[TokenLogprob] | None:
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if content is None:
+        return None
+    return [TokenLogprob(token=t.token, logprob=float(t.logprob)) for t in content]
+
+
+def _token_ids(choice: Any) -> list[int] | None:
+    """vLLM returns the generated ids on the choice when the request has ``return_token_ids`` (extra_body)."""
+    ids = getattr(choice, "token_ids", None)
+    return [int(i) for i in ids] if isinstance(ids, list) else None
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:

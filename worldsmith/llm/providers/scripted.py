@@ -7,16 +7,18 @@
                   "queue": ["first answer"], "default": "I don't know"}
 
 Answer order: the role's queued responses (FIFO), then rules in the order added, then the fallback.
-Every request is recorded in ``script.requests``.
+Every request is recorded in ``script.requests``. Embeddings are deterministic hashed bag-of-words vectors
+(``embed_dim`` long, unit length), so tests get stable vectors in which texts sharing words are close.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import math
 import re
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
@@ -25,7 +27,7 @@ from pydantic import BaseModel
 
 from worldsmith.llm.errors import LLMConfigError, LLMRequestError
 from worldsmith.llm.providers.base import Provider
-from worldsmith.llm.types import ProviderRequest, RawCompletion
+from worldsmith.llm.types import ProviderRequest, RawCompletion, RawEmbedding
 
 
 @dataclass
@@ -68,6 +70,7 @@ class Script:
     """Programmable answers. Methods return ``self`` so calls chain."""
 
     delay_s: float = 0.0  # simulated latency per request, in seconds
+    embed_dim: int = 32  # length of the hashed embedding vectors (see hashed_embedding)
     requests: list[ScriptedRequest] = field(default_factory=list)
     _rules: list[_Rule] = field(default_factory=list)
     _queues: dict[str | None, deque] = field(default_factory=dict)
@@ -132,10 +135,11 @@ class Script:
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> "Script":
         """Build a script from ``extra_body``-style declarative settings."""
-        unknown = set(spec) - {"rules", "queue", "default", "delay_s"}
+        unknown = set(spec) - {"rules", "queue", "default", "delay_s", "embed_dim"}
         if unknown:
-            raise LLMConfigError(f"scripted extra_body: unknown keys {sorted(unknown)} (use rules, queue, default, delay_s)")
-        script = cls(delay_s=float(spec.get("delay_s", 0.0)))
+            raise LLMConfigError(f"scripted extra_body: unknown keys {sorted(unknown)} "
+                                 "(use rules, queue, default, delay_s, embed_dim)")
+        script = cls(delay_s=float(spec.get("delay_s", 0.0)), embed_dim=int(spec.get("embed_dim", 32)))
         for i, rule in enumerate(spec.get("rules", [])):
             try:
                 script.on(rule["pattern"], rule["response"], role=rule.get("role"), regex=rule.get("regex", True),
@@ -174,7 +178,6 @@ def unregister_script(name: str) -> None:
 
 class ScriptedProvider(Provider):
     name = "scripted"
-    native_async = True
     cacheable = False
 
     def __init__(self, cfg, **kw) -> None:  # type: ignore[no-untyped-def]
@@ -197,12 +200,27 @@ class ScriptedProvider(Provider):
         prompt_tokens = sum(len(m["content"].split()) for m in req.messages)
         return RawCompletion(text, finish, prompt_tokens, len(text.split()), model=self.cfg.model)
 
-    def complete(self, req: ProviderRequest) -> RawCompletion:
-        if self.script.delay_s:
-            time.sleep(self.script.delay_s)
-        return self._answer(req)
-
     async def acomplete(self, req: ProviderRequest) -> RawCompletion:
         if self.script.delay_s:
             await asyncio.sleep(self.script.delay_s)
         return self._answer(req)
+
+    async def aembed(self, texts: list[str], role: str) -> RawEmbedding:
+        if self.script.delay_s:
+            await asyncio.sleep(self.script.delay_s)
+        return RawEmbedding([hashed_embedding(t, self.script.embed_dim) for t in texts],
+                            prompt_tokens=sum(len(t.split()) for t in texts), model=self.cfg.model)
+
+
+def hashed_embedding(text: str, dim: int) -> list[float]:
+    """A deterministic unit vector: each lower-cased word adds ±1 at a hash-chosen position (feature hashing),
+    so texts sharing words point in similar directions; text without words hashes as a whole."""
+    vec = [0.0] * dim
+    for word in re.findall(r"\w+", text.lower()) or [text]:
+        digest = hashlib.sha256(word.encode()).digest()
+        vec[int.from_bytes(digest[:4], "little") % dim] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vec))
+    if norm == 0.0:  # the hashed words cancelled out: fall back to one position for the whole text
+        vec[int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") % dim] = 1.0
+        norm = 1.0
+    return [x / norm for x in vec]
