@@ -131,8 +131,7 @@ class BuildWorld(RowOperator):
         result = await asyncio.to_thread(build_world, contract, v["seed"] or 0, v["out_dir"], v["rows"],
                                          produced_by=v["contract_by"], overwrite=bool(v["overwrite"]))
         if result.skipped:
-            _note(storage, "reuse", f"an identical world is already in {v['out_dir']} and matches its manifest; "
-                                    "not rebuilt, its stored audit reported")
+            _note(storage, "reuse", f"an identical, intact world is already in {v['out_dir']}; not rebuilt")
         _note(storage, "audit", audit_line(result.audit_summary) if result.audit_summary else "audit: not run")
         return {"world": result.model_dump(mode="json")}
 
