@@ -8,9 +8,9 @@ import re
 from functools import cache
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from tests.cli.test_cli import scripted_env  # noqa: F401  (fixture)
 from worldsmith.cli import app
 from worldsmith.evolution.worlds import verify_manifest
 
@@ -21,6 +21,16 @@ def text(output: str) -> str:
     """Console output with the terminal's line wrapping undone."""
     return " ".join(output.split())
 NEW = ["world", "new", "--domain", "education", "--seed", "1", "--rows", "500"]
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Run directories under tmp_path; a scripted model that no template world build ever calls."""
+    monkeypatch.setenv("WORLDSMITH_LLM__DEFAULT__PROVIDER", "scripted")
+    monkeypatch.setenv("WORLDSMITH_LLM__DEFAULT__MODEL", "cli-test")
+    monkeypatch.setenv("WORLDSMITH_LLM__CACHE", "false")
+    monkeypatch.setenv("WORLDSMITH_RUNS_DIR", str(tmp_path / "runs"))
+    return tmp_path / "runs"
 
 
 @cache
@@ -45,8 +55,7 @@ def assert_real_flags(message: str, command: tuple[str, ...]) -> None:
         assert flag in flags_of(command), f"{flag} is not an option of `worldsmith {' '.join(command)}`"
 
 
-def test_rerunning_world_new_reports_the_world_as_it_is(scripted_env, tmp_path: Path) -> None:  # noqa: F811
-    scripted_env([{"pattern": ".", "response": "{}"}])
+def test_rerunning_world_new_reports_the_world_as_it_is(runs: Path, tmp_path: Path) -> None:
     world = tmp_path / "w"
     first = runner.invoke(app, [*NEW, str(world)])
     assert first.exit_code == 0, first.output
@@ -59,19 +68,18 @@ def test_rerunning_world_new_reports_the_world_as_it_is(scripted_env, tmp_path: 
     assert again.exit_code == 0, again.output
     assert f"recoverable phenomena: {len(recoverable)};" in text(again.output) and "not rebuilt" in text(again.output)
     assert (world / "REPORT.md").read_bytes() == report  # the world's report is left as the build wrote it
-    runs = sorted((tmp_path / "runs").glob("*-world-*"))
-    assert len(runs) == 2  # each `world new` leaves its own run directory
-    for run in runs:
+    made = sorted(runs.glob("*-world-*"))
+    assert len(made) == 2  # each `world new` leaves its own run directory
+    for run in made:
         assert all((run / n).is_file() for n in ("config.json", "events.jsonl", "report.md", "request.json"))
-    rerun = (runs[1] / "report.md").read_text()
+    rerun = (made[1] / "report.md").read_text()
     assert "edges 9/9 pass, invariants 3/3 pass, phenomena 5/5 pass" in rerun
     assert f"Recoverable phenomena: {', '.join(recoverable)}" in rerun and "Not rebuilt" in rerun
-    result = json.loads((runs[1] / "world_result.json").read_text())
+    result = json.loads((made[1] / "world_result.json").read_text())
     assert result["skipped"] and result["audit_summary"]["phenomenon"] == {"pass": 5, "fail": 0, "skip": 0}
 
 
-def test_an_altered_world_is_refused_with_the_file_and_a_real_fix(scripted_env, tmp_path: Path) -> None:  # noqa: F811
-    scripted_env([{"pattern": ".", "response": "{}"}])
+def test_an_altered_world_is_refused_with_the_file_and_a_real_fix(runs: Path, tmp_path: Path) -> None:
     world = tmp_path / "w"
     assert runner.invoke(app, [*NEW, str(world)]).exit_code == 0
     data = world / "data" / "sis.csv"
@@ -86,7 +94,7 @@ def test_an_altered_world_is_refused_with_the_file_and_a_real_fix(scripted_env, 
     r = runner.invoke(app, ["world", "tasks", str(world), "--no-llm", "--max-tasks", "2"])
     assert r.exit_code == 1 and "data/sis.csv modified" in text(r.output), r.output
     assert_real_flags(text(r.output), ("world", "tasks"))
-    assert not (world / "tasks").exists() and not list((tmp_path / "runs").glob("*-world-tasks-*"))
+    assert not (world / "tasks").exists() and not list(runs.glob("*-world-tasks-*"))
 
     r = runner.invoke(app, [*NEW, str(world)])
     assert r.exit_code == 1 and "data/sis.csv modified" in text(r.output) and "--overwrite" in r.output, r.output

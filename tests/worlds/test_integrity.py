@@ -104,7 +104,7 @@ def test_an_incomplete_or_unreadable_manifest_is_refused(world: Path) -> None:
 
 def test_a_newer_auditor_rewriting_its_own_files_keeps_the_world_intact(world: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import worldsmith.evolution.worlds.worldmd as worldmd
+    from worldsmith.evolution.worlds import worldmd
 
     monkeypatch.setattr(worldmd, "world_markdown", lambda *a: "# WORLD, as a newer auditor writes it\n")
     audit_world(world)

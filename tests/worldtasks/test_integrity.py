@@ -53,3 +53,18 @@ def test_packaging_checks_the_world_again(world: Path, tmp_path: Path, monkeypat
     with pytest.raises(WorldIntegrityError, match="data/memos/exam_board.md modified"):
         _write(world, tmp_path)
     assert not (tmp_path / "tasks").exists()
+
+
+def test_tasks_written_beside_the_world_leave_it_intact(world: Path, tmp_path: Path) -> None:
+    """Tasks go to WORLD/tasks by default, outside the sealed data room: a second writer and a re-audit accept it."""
+    from worldsmith.evolution.worlds import audit_world, verify_manifest
+
+    runs = tmp_path / "runs"
+    for attempt in ("first", "second"):
+        written, _ = asyncio.run(write_world_tasks(runtime(runs), tmp_path / f"pipe-{attempt}", world,
+                                                   world / "tasks", max_tasks=1, use_llm=False,
+                                                   on_event=lambda e: None))
+        assert len(written) == 1, attempt
+        assert (world / "tasks" / "tasks" / written[0] / "task.json").is_file()
+        assert verify_manifest(world) == [], attempt
+    assert audit_world(world).passed and verify_manifest(world) == []

@@ -141,8 +141,8 @@ def world_report(final: dict[str, Any]) -> str:
     audit = audit_line(w["audit_summary"]) if w.get("audit_summary") else "audit: not run"
     lines += ["", "## Audit", "", audit, "", f"Recoverable phenomena: {', '.join(w.get('recoverable', [])) or 'none'}"]
     if w.get("skipped"):
-        lines += ["", "Not rebuilt: an identical world was already in place and matched its manifest; "
-                      "the figures above are from its stored audit."]
+        lines += ["", ("Not rebuilt: an identical world was already in place and matched its manifest; "
+                       "the figures above are from its stored audit.")]
     if final.get("contract_errors"):
         lines += ["", "## Contract writer problems (fed back to the model)", ""]
         lines += [f"- {e}" for e in final["contract_errors"][:20]]
