@@ -143,3 +143,13 @@ def test_overwrite_never_replaces_a_folder_that_is_not_a_world(tmp_path: Path) -
     with pytest.raises(FileExistsError, match="not a complete world"):
         build_world(CONTRACT, 1, mine, overwrite=True)
     assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_a_replacement_killed_mid_swap_gets_the_old_world_back(built: Path, tmp_path: Path) -> None:
+    """Killed after the old world was moved aside and before the new one moved in: the next run restores it."""
+    aside = tmp_path / ".w.old-k1ll3d"
+    aside.mkdir()
+    shutil.copytree(built, aside / "world")
+    again = build_world(CONTRACT, 1, tmp_path / "w")
+    assert again.skipped and verify_manifest(tmp_path / "w") == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w"]

@@ -8,6 +8,7 @@ stored audit reported); one whose files do not is refused unless `overwrite` rep
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -115,6 +116,7 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
     if sabotage:
         produced_by += "+sabotage:" + ",".join(f"{s.kind}:{s.variable}" for s in sabotage)
     sha = full.sha256() if not sabotage else f"{full.sha256()}+{sabotage[0].model_dump_json()}"
+    _finish_interrupted_swap(out_dir)
     done = _existing(out_dir, sha, seed, rows)
     if done is not None:
         problems = verify_manifest(out_dir)
@@ -169,6 +171,15 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
     result.timings = timings
     note("done", 1.0)
     return result
+
+
+def _finish_interrupted_swap(out_dir: Path) -> None:
+    """A replacing build killed between moving the old world aside and moving the new one in left the old world in
+    `.NAME.old-*/world` and nothing at NAME: put it back; then drop whatever a swap left behind."""
+    for old in sorted(out_dir.parent.glob(f".{glob.escape(out_dir.name)}.old-*")):
+        if not out_dir.exists() and (old / "world").is_dir():
+            os.replace(old / "world", out_dir)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _swap_into_place(tmp: Path, out_dir: Path) -> None:
