@@ -153,3 +153,13 @@ def test_a_replacement_killed_mid_swap_gets_the_old_world_back(built: Path, tmp_
     again = build_world(CONTRACT, 1, tmp_path / "w")
     assert again.skipped and verify_manifest(tmp_path / "w") == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w"]
+
+
+def test_auditing_a_world_built_without_audit_adds_the_audit_to_its_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "w"
+    build_world(CONTRACT, 1, out, audit=False)
+    assert "AUDIT.json" not in json.loads((out / "manifest.json").read_text())["files"]
+    audit_world(out)
+    files = json.loads((out / "manifest.json").read_text())["files"]
+    assert files["AUDIT.json"] == _sha(out / "AUDIT.json") and files["WORLD.md"] == _sha(out / "WORLD.md")
+    assert verify_manifest(out) == []
