@@ -58,6 +58,7 @@ class WorldIntegrityError(ArtifactError):
 
 
 def read_manifest(world_dir: str | Path) -> tuple[Manifest | None, ManifestProblem | None]:
+    """The manifest (None when absent or unreadable) and what is wrong with it, if anything."""
     path = Path(world_dir) / MANIFEST
     if not path.is_file():
         return None, ManifestProblem(path=MANIFEST, kind="no_manifest")
@@ -71,12 +72,25 @@ def read_manifest(world_dir: str | Path) -> tuple[Manifest | None, ManifestProbl
 
 
 def verify_manifest(world_dir: str | Path) -> list[ManifestProblem]:
-    """Every difference between a world folder and its manifest, in path order (empty list = intact)."""
+    """Every difference between a world folder and its manifest (empty list = intact): the manifest itself, then
+    its files in path order, then files added to data/ or .truth/."""
+    return _check(Path(world_dir))[1]
+
+
+def require_intact_world(world_dir: str | Path) -> Manifest:
+    """The world's manifest, or `WorldIntegrityError` naming the first problems and how to fix them."""
     root = Path(world_dir)
+    manifest, problems = _check(root)
+    if manifest is None or problems:
+        raise WorldIntegrityError(root, problems)
+    return manifest
+
+
+def _check(root: Path) -> tuple[Manifest | None, list[ManifestProblem]]:
     manifest, problem = read_manifest(root)
-    if manifest is None:
-        return [problem] if problem else []
     problems = [problem] if problem else []
+    if manifest is None:
+        return None, problems
     for rel, expected in sorted(manifest.files.items()):
         p = root / rel
         if not p.is_file():
@@ -93,18 +107,7 @@ def verify_manifest(world_dir: str | Path) -> list[ManifestProblem]:
                 rel = p.relative_to(root).as_posix()
                 if rel not in manifest.files:
                     problems.append(ManifestProblem(path=rel, kind="unlisted", size=p.stat().st_size))
-    return problems
-
-
-def require_intact_world(world_dir: str | Path) -> Manifest:
-    """The world's manifest, or `WorldIntegrityError` naming the first problems and how to fix them."""
-    root = Path(world_dir)
-    problems = verify_manifest(root)
-    if problems:
-        raise WorldIntegrityError(root, problems)
-    manifest, _ = read_manifest(root)
-    assert manifest is not None  # verify_manifest reported no problem, so the manifest was read
-    return manifest
+    return manifest, problems
 
 
 def record_auditor_files(world_dir: str | Path) -> None:
