@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.runs import RunDir
+from worldsmith.core.store import atomic_write_text
 from worldsmith.graphs.runtime import GraphRuntime
 from worldsmith.graphs.world import DEFAULT_MAX_TASKS, WorldInput, build_world_graph, write_world_tasks
 from worldsmith.graphs.world_ops import audit_line
@@ -51,11 +52,19 @@ async def build_world_run(rt: GraphRuntime, request: WorldInput, *, run: RunDir 
     report = world_report(final)
     run.write_json("world_result.json", final.get("world", {}))
     run.write_report(report)
-    out = Path(request["out_dir"])
-    if out.is_dir():
-        (out / "REPORT.md").write_text(report + "\n", encoding="utf-8")
+    _write_world_report(Path(request["out_dir"]), final, report)
     run.finish(status="ok", tasks=len(final.get("tasks", [])))
     return run, final
+
+
+def _write_world_report(out: Path, final: dict[str, Any], report: str) -> None:
+    """REPORT.md beside the world: written by the run that built it, or that wrote tasks for it; a run that only
+    found the identical world in place leaves the report of the run that built it as it was."""
+    if not out.is_dir() or (final.get("world", {}).get("skipped") and "tasks" not in final):
+        return
+    path = out / "REPORT.md"
+    if not (path.is_file() and path.read_text(encoding="utf-8") == report + "\n"):
+        atomic_write_text(path, report + "\n")
 
 
 async def resume_world_run(rt: GraphRuntime, run_dir: Path, *, on_event: OnEvent | None = None
@@ -129,8 +138,11 @@ def world_report(final: dict[str, Any]) -> str:
              *([f"Topic: {final['topic_note']}  "] if final.get("topic_note") else []), f"Seed: {final.get('seed')}  ",
              f"Rows: {w.get('entity_rows')}  ", "", "## Provenance", ""]
     lines += [f"- {k}: {v}" for k, v in prov.items()]
-    lines += ["", "## Audit", "", audit_line(w.get("audit_summary") or {}), "",
-              f"Recoverable phenomena: {', '.join(w.get('recoverable', [])) or 'none'}"]
+    audit = audit_line(w["audit_summary"]) if w.get("audit_summary") else "audit: not run"
+    lines += ["", "## Audit", "", audit, "", f"Recoverable phenomena: {', '.join(w.get('recoverable', [])) or 'none'}"]
+    if w.get("skipped"):
+        lines += ["", ("Not rebuilt: an identical world was already in place and matched its manifest; "
+                       "the figures above are from its stored audit.")]
     if final.get("contract_errors"):
         lines += ["", "## Contract writer problems (fed back to the model)", ""]
         lines += [f"- {e}" for e in final["contract_errors"][:20]]

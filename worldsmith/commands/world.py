@@ -33,10 +33,16 @@ def new(out: Annotated[Optional[Path], typer.Argument(help="Folder to create the
         contract: Annotated[str, typer.Option(help="'template' (engine only) or 'llm' (LLM adapts the template, validated).")] = "template",
         tasks: Annotated[bool, typer.Option("--tasks/--no-tasks", help="Also write tasks into OUT/tasks.")] = False,
         max_tasks: Annotated[Optional[int], typer.Option(help="Most tasks to write with --tasks (default 10).")] = None,
+        overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a different or altered world in OUT "
+                                                "(its tasks/ and REPORT.md too); the old one stays until the new one "
+                                                "is complete.")] = False,
         resume: Annotated[Optional[Path], typer.Option(help="Continue a killed run from its run directory.")] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
-    """Generate a world: contract → canonical state → observed files → audit (and optionally tasks)."""
+    """Generate a world: contract → canonical state → observed files → audit (and optionally tasks).
+
+    An identical, intact world already in OUT is not rebuilt: its stored audit is reported."""
     from worldsmith.app.world import build_world_run, resume_world_run
+    from worldsmith.core.store import ArtifactError
     from worldsmith.evolution.worlds.problems import ContractError
     from worldsmith.llm import LLMError
 
@@ -51,30 +57,34 @@ def new(out: Annotated[Optional[Path], typer.Argument(help="Folder to create the
         if resume is not None:
             return await resume_world_run(rt, resume, on_event=printer)
         request = {"domain": domain, "topic": topic, "seed": seed, "rows": rows, "out_dir": str(out.resolve()),
-                   "contract_source": contract, "make_tasks": tasks, "max_tasks": max_tasks, "use_llm": True}
+                   "contract_source": contract, "overwrite": overwrite, "make_tasks": tasks, "max_tasks": max_tasks,
+                   "use_llm": True}
         return await build_world_run(rt, request, on_event=printer)
 
-    with friendly_errors(LLMError, ContractError, ValueError, OSError):
+    with friendly_errors(LLMError, ContractError, ValueError, OSError, ArtifactError):
         run, final = asyncio.run(go())
     w = final.get("world", {})
     if json_out:
         emit_json({"world": w, "provenance": final.get("provenance"), "tasks": final.get("tasks"),
                    "run_dir": str(run.path)})
     else:
-        console.print(f"[green]world {w.get('world_id')}[/] — recoverable phenomena: {len(w.get('recoverable', []))}; "
-                      f"report: {run.path / 'report.md'}")
+        reused = " (identical world already in place, not rebuilt)" if w.get("skipped") else ""
+        console.print(f"[green]world {w.get('world_id')}[/]{reused} — recoverable phenomena: "
+                      f"{len(w.get('recoverable', []))}; report: {run.path / 'report.md'}")
 
 
 @app.command("audit")
 def audit(world: Annotated[Path, typer.Argument(help="World folder.")],
           json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
-    """Re-audit a world from its observed files only; exit 1 if any edge or invariant fails."""
+    """Re-audit a world from its observed files only; exit 1 if any edge or invariant fails, or if the world no
+    longer matches its manifest (then nothing is audited or written)."""
+    from worldsmith.core.store import ArtifactError
     from worldsmith.evolution.worlds.audit import audit_world
 
     if not (world / "contract.json").is_file():
         fail(f"{world}: not a world folder (no contract.json)", code=EXIT_USAGE)
-    with friendly_errors(ValueError, OSError):
-        report = audit_world(world)
+    with friendly_errors(ValueError, OSError, ArtifactError):
+        report = audit_world(world)  # verifies the manifest first
     if json_out:
         emit_json(report.model_dump(mode="json"))
     else:
@@ -106,14 +116,20 @@ def tasks_cmd(world: Annotated[Optional[Path], typer.Argument(help="World folder
               llm: Annotated[bool, typer.Option("--llm/--no-llm", help="LLM-written stakeholder requests (else templates).")] = True,
               resume: Annotated[Optional[Path], typer.Option(help="Continue a killed run from its run directory.")] = None,
               json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
-    """Write cause/consequence tasks (closed form + report with rubric) with verified reference solutions."""
+    """Write cause/consequence tasks (closed form + report with rubric) with verified reference solutions; refused
+    for a world that no longer matches its manifest."""
     from worldsmith.app.world import resume_world_tasks_run, world_tasks_run
+    from worldsmith.core.store import ArtifactError
+    from worldsmith.evolution.worlds.integrity import require_intact_world
     from worldsmith.llm import LLMError
 
     if (world is None) == (resume is None):
         fail("give the WORLD folder, or --resume RUN_DIR (not both)", code=EXIT_USAGE)
-    if world is not None and not (world / "AUDIT.json").is_file():
-        fail(f"{world}: no AUDIT.json — run `worldsmith world audit {world}` first", code=EXIT_USAGE)
+    if world is not None:
+        with friendly_errors(ArtifactError):
+            require_intact_world(world)  # before any run directory: an altered world gets no tasks
+        if not (world / "AUDIT.json").is_file():
+            fail(f"{world}: no AUDIT.json — run `worldsmith world audit {world}` first", code=EXIT_USAGE)
     printer = None if json_out else _render
 
     async def go():
@@ -123,7 +139,7 @@ def tasks_cmd(world: Annotated[Optional[Path], typer.Argument(help="World folder
         return await world_tasks_run(rt, world, out or world / "tasks", max_tasks=max_tasks, seed=seed, topic=topic,
                                      use_llm=llm, on_event=printer)
 
-    with friendly_errors(LLMError, ValueError, OSError):
+    with friendly_errors(LLMError, ValueError, OSError, ArtifactError):
         run, written, dropped = asyncio.run(go())
     target = json.loads((run.path / "request.json").read_text(encoding="utf-8"))["tasks_dir"]
     if json_out:

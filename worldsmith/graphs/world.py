@@ -35,6 +35,7 @@ class WorldInput(TypedDict, total=False):
     rows: int | None
     out_dir: str
     contract_source: Literal["template", "llm"]
+    overwrite: bool  # replace a different or altered world in out_dir (atomically, once the new one is complete)
     make_tasks: bool
     use_llm: bool
     max_tasks: int | None
@@ -66,7 +67,7 @@ def with_defaults(state: WorldInput, settings: Settings) -> WorldInput:
     return {**state, "out_dir": str(out), "domain": state.get("domain"), "topic": state.get("topic"),
             "seed": settings.world.seed if state.get("seed") is None else state["seed"],
             "rows": state.get("rows") or settings.world.rows,
-            "contract_source": state.get("contract_source") or "template",
+            "contract_source": state.get("contract_source") or "template", "overwrite": bool(state.get("overwrite")),
             "make_tasks": bool(state.get("make_tasks")), "use_llm": state.get("use_llm", True),
             "max_tasks": state.get("max_tasks") or DEFAULT_MAX_TASKS,
             "tasks_dir": str(Path(state.get("tasks_dir") or out / "tasks").resolve())}
@@ -82,7 +83,7 @@ def world_pipeline(rt: GraphRuntime) -> Pipeline:
             .compile(WORLD_COLUMNS))
 
 
-WORLD_COLUMNS = ("domain", "topic", "seed", "rows", "out_dir", "contract_source")
+WORLD_COLUMNS = ("domain", "topic", "seed", "rows", "out_dir", "contract_source", "overwrite")
 TASK_COLUMNS = ("world_dir", "tasks_dir", "seed", "topic", "max_tasks")
 
 

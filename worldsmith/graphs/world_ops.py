@@ -119,7 +119,7 @@ class BuildWorld(RowOperator):
     name = "build_world"
     category = "generate"
     description = "Deterministic engine and projection: canonical state, imperfect observed files, then the audit."
-    inputs = ("contract", "seed", "rows", "out_dir", "contract_by")
+    inputs = ("contract", "seed", "rows", "out_dir", "contract_by", "overwrite")
     outputs = ("world",)
 
     async def process(self, v: dict[str, Any], storage: StepStorage) -> dict[str, Any]:
@@ -129,8 +129,10 @@ class BuildWorld(RowOperator):
         contract = WorldContract.model_validate(v["contract"])
         _note(storage, "engine", f"generating {v['rows'] or 'template'} rows, seed {v['seed'] or 0}")
         result = await asyncio.to_thread(build_world, contract, v["seed"] or 0, v["out_dir"], v["rows"],
-                                         produced_by=v["contract_by"])
-        _note(storage, "audit", audit_line(result.audit_summary or {}))
+                                         produced_by=v["contract_by"], overwrite=bool(v["overwrite"]))
+        if result.skipped:
+            _note(storage, "reuse", f"an identical, intact world is already in {v['out_dir']}; not rebuilt")
+        _note(storage, "audit", audit_line(result.audit_summary) if result.audit_summary else "audit: not run")
         return {"world": result.model_dump(mode="json")}
 
 
@@ -148,10 +150,12 @@ class SampleTaskSpecs(RowOperator):
 
     async def process(self, v: dict[str, Any], storage: StepStorage) -> list[dict[str, Any]]:
         from worldsmith.evolution.worlds.audit import load_contract
+        from worldsmith.evolution.worlds.integrity import require_intact_world
         from worldsmith.evolution.worlds.tasks import sample_specs
         from worldsmith.evolution.worlds.topic import topic_variables
 
         world_dir = Path(v["world_dir"])
+        await asyncio.to_thread(require_intact_world, world_dir)  # never sample tasks from an altered world
         focus: list[str] = []
         if v["topic"]:
             focus = topic_variables(await asyncio.to_thread(load_contract, world_dir), v["topic"])
@@ -248,8 +252,12 @@ class PackageTasks(Operator):
     outputs = ("task_ids",)
 
     async def transform(self, rows: list[Row], binding: Binding, storage: StepStorage, index: int) -> list[Row]:
+        from worldsmith.evolution.worlds.integrity import require_intact_world
         from worldsmith.graphs.world_tasks import package_spec
 
+        for world_dir in sorted({str(row.get(binding.inputs["world_dir"])) for row in rows}):
+            # again here: a resumed run may find the world altered since its specs were sampled
+            await asyncio.to_thread(require_intact_world, Path(world_dir))
         taken: set[str] = set()
         total = 0
         out = []

@@ -17,6 +17,7 @@ from worldsmith.core.world_contract import (SCHEMA_VERSION, Domain, Edge, Entity
                                             Phenomenon, Variable, WorldContract, contract_json_schema)
 from .defects import LedgerEntry, Sabotage
 from .engine import ENGINE_VERSION, CanonicalState, generate, scaled
+from .integrity import ManifestProblem, WorldIntegrityError, require_intact_world, verify_manifest
 from .problems import ContractError, ContractProblem, format_problems
 from .render import ledger_table, render_dag_png
 from .solution import parse_answer, reference_solution_code
@@ -27,10 +28,11 @@ from .worldmd import describe_edge
 
 __all__ = [
     "AuditReport", "CanonicalState", "CheckResult", "ContractError", "ContractProblem", "Domain", "ENGINE_VERSION",
-    "Edge", "Entity", "LedgerEntry", "LoadedWorld", "ObservationSystem", "Persona", "Phenomenon",
+    "Edge", "Entity", "LedgerEntry", "LoadedWorld", "ManifestProblem", "ObservationSystem", "Persona", "Phenomenon",
     "PhenomenonReference", "SCHEMA_VERSION", "Sabotage", "Variable", "WorldContract", "WorldResult", "audit_world",
     "build_world", "check_contract", "compute_phenomenon", "contract_json_schema", "describe_edge",
     "format_problems", "generate", "ledger_table", "list_templates", "load_template", "load_world", "parse_answer",
     "parse_contract", "personas", "phenomenon_reference", "random_contract", "read_audit", "reconciled_table",
-    "recoverable_phenomena", "reference_solution_code", "render_dag_png", "scaled", "validate_contract",
+    "recoverable_phenomena", "reference_solution_code", "render_dag_png", "require_intact_world", "scaled",
+    "validate_contract", "verify_manifest", "WorldIntegrityError",
 ]

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from worldsmith.core.store import sha256_file
 from worldsmith.core.world_contract_types import Tolerance
 
 CONTRACT = "contract.json"
@@ -50,14 +50,6 @@ class Manifest(BaseModel):
     entity_rows: dict[str, int]
     files: dict[str, str]  # relative path -> sha256
     complete: bool = True
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def file_hashes(root: Path, exclude: tuple[str, ...] = (MANIFEST,)) -> dict[str, str]:

@@ -3,7 +3,7 @@
 `audit_world` reads only the data room (observed files + memos), the contract (to know *what* to
 check) and the canonical phenomenon values (`.truth/phenomena.json`, the answer key). It never
 reads the canonical parquet or the ledger, and never modifies a file other than the two it writes:
-AUDIT.json and WORLD.md.
+AUDIT.json and WORLD.md (and their entries in the manifest, which it verifies first).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from .artifacts import AUDIT, CONTRACT, PHENOMENA, WORLD_MD, PhenomenonTruth, write_json, write_text
 from .audit_checks import check_invariant, check_phenomenon
 from .audit_edges import CheckResult, audit_edges
+from .integrity import record_auditor_files, require_intact_world
 from worldsmith.core.world_contract import WorldContract
 from .recipes import evaluate
 from .reconcile import Reconciled, reconcile
@@ -74,9 +75,14 @@ def _reconciliation_log(c: WorldContract, rec: Reconciled) -> list[str]:
     return log
 
 
-def audit_world(world_dir: str | Path, write: bool = True) -> AuditReport:
-    """Recompute every edge, invariant and phenomenon from the observed files; pass/fail each."""
+def audit_world(world_dir: str | Path, write: bool = True, verify: bool = True) -> AuditReport:
+    """Recompute every edge, invariant and phenomenon from the observed files; pass/fail each.
+
+    `verify` (the default) refuses a world that no longer matches its manifest (`WorldIntegrityError`); only the
+    build itself audits with verify=False, before it writes the manifest."""
     world_dir = Path(world_dir)
+    if verify:
+        require_intact_world(world_dir)
     c = load_contract(world_dir)
     truth = load_phenomena_truth(world_dir)
     rec = reconcile(world_dir, c)
@@ -91,6 +97,8 @@ def audit_world(world_dir: str | Path, write: bool = True) -> AuditReport:
 
         write_json(world_dir / AUDIT, report.model_dump(mode="json"))
         write_text(world_dir / WORLD_MD, world_markdown(c, report, truth, world_dir))
+        if verify:
+            record_auditor_files(world_dir)
     return report
 
 

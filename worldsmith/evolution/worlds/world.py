@@ -2,11 +2,13 @@
 
 `build_world` writes into a temporary sibling directory and renames it into place when complete,
 so a killed build leaves no half world. A directory whose manifest already records the same
-contract hash, seed, rows and engine version is reused as is.
+contract hash, seed, rows and engine version, and whose files still match it, is reused as is (its
+stored audit reported); one whose files do not is refused unless `overwrite` replaces it.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -26,6 +28,7 @@ from worldsmith.core.world_contract import WorldContract
 from .dataroom import write_documents
 from .defects import LedgerEntry, Sabotage
 from .engine import ENGINE_VERSION, CanonicalState, generate, scaled
+from .integrity import WorldIntegrityError, verify_manifest
 from .observe import project
 from .recipes import recipe_entity
 from .writers import FileRecord, write_observed
@@ -59,6 +62,36 @@ def _existing(out_dir: Path, sha: str, seed: int, rows: int | None) -> Manifest 
     return m if same else None
 
 
+def _reused(out_dir: Path, manifest: Manifest, world_id: str) -> WorldResult:
+    """The result of a build that found an identical, intact world in place: its stored audit, reported as is."""
+    result = WorldResult(world_dir=str(out_dir), world_id=world_id, contract_sha256=manifest.contract_sha256,
+                         seed=manifest.seed, entity_rows=manifest.entity_rows, skipped=True)
+    if (out_dir / AUDIT).is_file():
+        from .audit import read_audit, recoverable_phenomena
+
+        report = read_audit(out_dir)
+        result.audit_summary = report.summary
+        result.recoverable = [r.id for r in recoverable_phenomena(report)]
+    return result
+
+
+def _check_replaceable(out_dir: Path, overwrite: bool) -> None:
+    """Refuse to build over anything but an empty folder, or (with overwrite) over a world."""
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        return
+    is_world = (out_dir / MANIFEST).exists() or (out_dir / CONTRACT).exists()
+    if overwrite and is_world:
+        return
+    if not is_world:  # never replace a folder of someone's own files, even with overwrite
+        raise FileExistsError(f"{out_dir} holds files that are not a complete world (no {MANIFEST} or {CONTRACT}); "
+                              f"choose another folder or empty this one")
+    what = ("a different complete world (other contract/seed/rows, or an unreadable manifest)"
+            if (out_dir / MANIFEST).exists() else "an incomplete world (no manifest)")
+    raise FileExistsError(f"{out_dir} holds {what}; replace it with `worldsmith world new {out_dir} --overwrite` "
+                          f"(overwrite=True in Python; the old world stays until the new one is complete) "
+                          f"or choose another folder")
+
+
 def _write_truth(state: CanonicalState, ledger: list[LedgerEntry], root: Path) -> None:
     canon = root / TRUTH / "canonical"
     canon.mkdir(parents=True, exist_ok=True)
@@ -83,15 +116,16 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
     if sabotage:
         produced_by += "+sabotage:" + ",".join(f"{s.kind}:{s.variable}" for s in sabotage)
     sha = full.sha256() if not sabotage else f"{full.sha256()}+{sabotage[0].model_dump_json()}"
+    _finish_interrupted_swap(out_dir)
     done = _existing(out_dir, sha, seed, rows)
     if done is not None:
-        note("skipped", 1.0)
-        return WorldResult(world_dir=str(out_dir), world_id=full.id, contract_sha256=sha, seed=seed,
-                           entity_rows=done.entity_rows, skipped=True)
-    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
-        what = ("a different complete world (other contract/seed/rows)" if (out_dir / MANIFEST).exists()
-                else "files that are not a complete world")
-        raise FileExistsError(f"{out_dir} holds {what}; pass overwrite=True or choose another directory")
+        problems = verify_manifest(out_dir)
+        if not problems:
+            note("skipped", 1.0)
+            return _reused(out_dir, done, full.id)
+        if not overwrite:  # an identical manifest over altered files is no world to reuse
+            raise WorldIntegrityError(out_dir, problems)
+    _check_replaceable(out_dir, overwrite)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out_dir.parent, out_dir.name)  # a killed `world new` of this folder left its temp behind
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
@@ -122,7 +156,7 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
             t0 = time.perf_counter()
             from .audit import audit_world, recoverable_phenomena
 
-            report = audit_world(tmp)
+            report = audit_world(tmp, verify=False)  # the manifest, written next, will cover what it reads
             timings["audit"] = time.perf_counter() - t0
             result.audit_summary = report.summary
             result.recoverable = [r.id for r in recoverable_phenomena(report)]
@@ -137,6 +171,15 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
     result.timings = timings
     note("done", 1.0)
     return result
+
+
+def _finish_interrupted_swap(out_dir: Path) -> None:
+    """A replacing build killed between moving the old world aside and moving the new one in left the old world in
+    `.NAME.old-*/world` and nothing at NAME: put it back; then drop whatever a swap left behind."""
+    for old in sorted(out_dir.parent.glob(f".{glob.escape(out_dir.name)}.old-*")):
+        if not out_dir.exists() and (old / "world").is_dir():
+            os.replace(old / "world", out_dir)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _swap_into_place(tmp: Path, out_dir: Path) -> None:
@@ -176,9 +219,8 @@ class LoadedWorld:
         return self.path / DATA
 
     def verify(self) -> list[str]:
-        """Files whose sha256 no longer matches the manifest (empty list = intact)."""
-        now = file_hashes(self.path)
-        return sorted(k for k, v in self.manifest.files.items() if now.get(k) != v)
+        """Files that no longer match the manifest: missing, modified or added to data/ (empty list = intact)."""
+        return [p.path for p in verify_manifest(self.path)]
 
 
 def load_world(world_dir: str | Path) -> LoadedWorld:
