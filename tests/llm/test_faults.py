@@ -113,3 +113,30 @@ def test_faults_on_a_schedule(fake_openai: FakeOpenAI, make_llm) -> None:
     for _ in range(3):
         assert llm.complete(MSG, use_cache=False).text == OK
     assert fake_openai.request_count == 6 and llm.usage()["agent"].faults == {"server": 3}
+
+
+def test_the_embedded_provider_times_its_lazy_load_apart(make_llm, monkeypatch) -> None:
+    """llm.load() returns the load time once; the request after it does not pay it again."""
+    import time
+
+    from worldsmith.llm import EndpointConfig
+    from worldsmith.llm.providers.embedded import EmbeddedProvider
+
+    loads: list[str] = []
+
+    def fake_model(self, role):  # stands for verify + llama.cpp load: slow the first time only
+        if not loads:
+            time.sleep(0.3)
+        loads.append(role)
+        return object()
+
+    monkeypatch.setattr(EmbeddedProvider, "model", fake_model)
+    llm = make_llm(EndpointConfig(provider="embedded", model="smollm2-135m"))
+    first = llm.load("agent")
+    second = llm.load("agent")
+    assert first >= 0.3 and second < 0.1 and loads == ["agent", "agent"]
+
+
+def test_providers_without_a_load_step_report_zero(fake_openai: FakeOpenAI, make_llm) -> None:
+    assert make_llm(fake_openai.endpoint()).load("agent") == 0.0
+    assert fake_openai.request_count == 0

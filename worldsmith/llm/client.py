@@ -268,7 +268,7 @@ class LLM:
                    f"check {self.config.key_path(role, fld)} — {advice}")
         if exc.kind in _FATAL_WHEN_EXHAUSTED:
             return LLMFatalError(message, kind="unreachable", role=role, endpoint=ep.provider.describe())
-        return LLMUnavailableError(message)
+        return LLMUnavailableError(message, kind=exc.kind)
 
     async def _attempts(self, role: str, cfg: EndpointConfig, ep: _Endpoint, fn: Callable[[], Awaitable[T]]) -> T:
         """``fn()`` under the endpoint's concurrency limit, retried on transient failures; failures accounted."""

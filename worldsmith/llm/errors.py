@@ -32,7 +32,13 @@ class LLMConfigError(LLMError, RoleConfigError):
 
 
 class LLMUnavailableError(LLMError):
-    """The model or endpoint cannot be used right now (unreachable, not found, package missing, retries spent)."""
+    """The model or endpoint cannot be used right now (unreachable, not found, package missing, retries spent).
+
+    ``kind``: the fault kind whose retries were spent (rate_limit, server, invalid_body, ...), else 'unavailable'."""
+
+    def __init__(self, message: str, *, kind: str = "unavailable") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class LLMFatalError(LLMUnavailableError):
@@ -41,8 +47,7 @@ class LLMFatalError(LLMUnavailableError):
     instead of failing each item in turn."""
 
     def __init__(self, message: str, *, kind: str, role: str = "", endpoint: str = "") -> None:
-        super().__init__(message)
-        self.kind = kind
+        super().__init__(message, kind=kind)
         self.role = role
         self.endpoint = endpoint
 

@@ -210,9 +210,18 @@ async def evaluate(tasks: Sequence[Task], solve: SolveFn, *, samples: int = 1, r
 
     sem = asyncio.Semaphore(concurrency)
 
+    fatal = asyncio.Event()  # set by the first fatal LLM error: workers not yet started never start
+
     async def worker(task: Task, sample: int) -> None:
         async with sem:
-            res = await _run_pair(task, sample, solve, run_dir, strict=strict, llm=llm, model=model)
+            if fatal.is_set():
+                return
+            try:
+                res = await _run_pair(task, sample, solve, run_dir, strict=strict, llm=llm, model=model)
+            except Exception as exc:
+                if _is_fatal(exc):
+                    fatal.set()
+                raise
         await finish((task.id, sample), res)
 
     running = [asyncio.ensure_future(worker(t, s)) for t, s in pairs if (t.id, s) not in done_before]
