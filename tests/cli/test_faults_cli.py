@@ -52,6 +52,13 @@ def test_eval_of_10_tasks_against_a_rejected_key_stops_at_once(fake_env: FakeOpe
     assert [e["status"] for e in events if e["event"] == "run_finished"] == ["failed"]
     assert not (run / "trajectories").exists()  # nothing recorded as solved: a resume solves every task
 
+    fake_env.reset()
+    fake_env.schedule = lambda n: Action.unauthorized()
+    r = runner.invoke(app, ["eval", "--tasks", str(bench), "--json"])
+    assert r.exit_code == 1 and fake_env.request_count <= 2
+    out = json.loads(r.stdout)
+    assert (out["status"], out["stopped"], out["kind"]) == ("failed", True, "auth") and "HTTP 401" in out["error"]
+
 
 def test_exit_codes_and_status_ok_partial_failed(fake_env: FakeOpenAI, tmp_path: Path) -> None:
     bench = write_tiny_dabench(tmp_path / "bench", n=3)

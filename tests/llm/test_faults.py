@@ -140,3 +140,11 @@ def test_the_embedded_provider_times_its_lazy_load_apart(make_llm, monkeypatch) 
 def test_providers_without_a_load_step_report_zero(fake_openai: FakeOpenAI, make_llm) -> None:
     assert make_llm(fake_openai.endpoint()).load("agent") == 0.0
     assert fake_openai.request_count == 0
+
+
+def test_fatal_errors_survive_pickling() -> None:
+    import pickle
+
+    exc = pickle.loads(pickle.dumps(LLMAuthError("rejected", role="judge", endpoint="http://x/v1")))
+    assert isinstance(exc, LLMAuthError) and str(exc) == "rejected"
+    assert (exc.kind, exc.role, exc.endpoint) == ("auth", "judge", "http://x/v1")

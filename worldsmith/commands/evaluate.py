@@ -52,6 +52,7 @@ def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, ta
     stopped (the API key was rejected or the endpoint is unreachable), 2 for bad usage."""
     from worldsmith.app.eval import evaluate_path
     from worldsmith.llm import LLMError
+    from worldsmith.llm.errors import LLMFatalError
     from worldsmith.training.dabench import DABenchError
 
     if not tasks.exists():
@@ -61,8 +62,15 @@ def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, ta
     rt = runtime()
     progress, on_progress = progress_reporter(show=not json_out)
     with friendly_errors(LLMError, DABenchError, FileNotFoundError, ValueError), progress:
-        result = asyncio.run(evaluate_path(rt, tasks, samples=samples, limit=limit, ids=ids, split=split,
-                                           run_path=resume, progress=on_progress, retry_errors=retry_errors))
+        try:
+            result = asyncio.run(evaluate_path(rt, tasks, samples=samples, limit=limit, ids=ids, split=split,
+                                               run_path=resume, progress=on_progress, retry_errors=retry_errors))
+        except LLMFatalError as exc:
+            if not json_out:
+                raise
+            # a script reads one JSON object either way: the run stopped (key rejected, endpoint unreachable)
+            emit_json({"status": "failed", "stopped": True, "error": str(exc), "kind": exc.kind})
+            raise typer.Exit(EXIT_FAILED) from None
     if json_out:
         emit_json(result)
     else:

@@ -26,6 +26,17 @@ def error_kind(exc: BaseException) -> str:
 class LLMError(Exception):
     """Base class of every error the LLM layer raises."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # keyword-only fields (kind, role, raw_text, ...) survive pickling (checkpoints, worker processes)
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild(cls: type[LLMError], args: tuple[Any, ...], state: dict[str, Any]) -> LLMError:
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
+
 
 class LLMConfigError(LLMError, RoleConfigError):
     """The configuration is wrong (unknown model, missing key, bad value); the message names the key."""
