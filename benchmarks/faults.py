@@ -28,17 +28,18 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.fakes
 
-from tests.fakes.fake_openai import Action, FakeOpenAI  # noqa: E402
-from tests.fakes.tiny_dabench import analyst_responder, write_tiny_dabench  # noqa: E402
-from worldsmith.app.eval import evaluate_path  # noqa: E402
-from worldsmith.app.runtime import make_runtime  # noqa: E402
-from worldsmith.core.config import load_settings  # noqa: E402
+from tests.fakes.fake_openai import Action, FakeOpenAI
+from tests.fakes.tiny_dabench import analyst_responder, write_tiny_dabench
+from worldsmith.app.eval import evaluate_path
+from worldsmith.app.runtime import make_runtime
+from worldsmith.core.config import load_settings
 
 KINDS = ("rate_limit", "server", "invalid_json", "empty", "hang")
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from worldsmith.core.llm_config import RoleConfigError
 
-
 #: What a retried attempt failed on; accounting counts faults per role and kind.
 FAULT_KINDS = ("rate_limit", "server", "timeout", "connection", "invalid_body")
 
