@@ -66,16 +66,9 @@ def run_eval(fake: FakeOpenAI, bench: Path, runs: Path) -> tuple[float, dict[str
         "llm": {"cache": False, "default": {"provider": "openai", "model": "fake-model", "base_url": fake.base_url}},
     })
     rt = make_runtime(settings)
-
-    async def go() -> dict[str, Any]:
-        try:
-            return await evaluate_path(rt, bench)
-        finally:  # this loop's HTTP client closes with it, not later from the garbage collector
-            await rt.llm.provider("agent").aclose()
-
     t0 = time.perf_counter()
     try:
-        result = asyncio.run(go())
+        result = asyncio.run(evaluate_path(rt, bench))
     finally:
         rt.llm.close()
     return time.perf_counter() - t0, result

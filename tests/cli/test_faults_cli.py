@@ -60,6 +60,27 @@ def test_eval_of_10_tasks_against_a_rejected_key_stops_at_once(fake_env: FakeOpe
     assert (out["status"], out["stopped"], out["kind"]) == ("failed", True, "auth") and "HTTP 401" in out["error"]
 
 
+def test_eval_against_an_unreachable_endpoint_stops_at_once(fake_env: FakeOpenAI, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("WORLDSMITH_LLM__DEFAULT__BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("WORLDSMITH_LLM__DEFAULT__MAX_RETRIES", "1")
+    bench = write_tiny_dabench(tmp_path / "bench", n=10)
+    t0 = time.monotonic()
+    r = runner.invoke(app, ["eval", "--tasks", str(bench), "--json"])
+    assert r.exit_code == 1 and time.monotonic() - t0 < 30
+    out = json.loads(r.stdout)
+    assert out["kind"] == "unreachable" and "cannot connect" in out["error"] and f"127.0.0.1:{port}" in out["error"]
+    run = next((tmp_path / "runs").iterdir())
+    assert [e["kind"] for e in _events(str(run)) if e["event"] == "eval_stopped"] == ["unreachable"]
+    faults = [e["roles"] for e in _events(str(run)) if e["event"] == "llm_faults"]
+    assert faults == [{"agent": {"retried": {"connection": 1}, "failed": {"connection": 1}}}]
+
+
 def test_exit_codes_and_status_ok_partial_failed(fake_env: FakeOpenAI, tmp_path: Path) -> None:
     bench = write_tiny_dabench(tmp_path / "bench", n=3)
     # tasks run one at a time, two requests each: request 2 is the first turn of the second task

@@ -68,6 +68,7 @@ async def evaluate_path(rt: GraphRuntime, path: Path, *, samples: int | None = N
                             role=exc.role, endpoint=exc.endpoint) from exc
     finally:
         await rt.sessions.close_all()
+        await rt.llm.aclose()  # this loop's HTTP connections end with it, not later in the garbage collector
     o = report.overall
     pairs = o.n_tasks * o.samples
     status = batch_status(o.n_errors, pairs)

@@ -80,6 +80,8 @@ def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, ta
 
 
 def print_summary(result: dict) -> None:
+    from worldsmith.training.metrics import format_kinds
+
     o, counts = result["overall"], result["counts"]
     if result["status"] != "ok":
         style = "red" if result["status"] == "failed" else "yellow"
@@ -89,14 +91,11 @@ def print_summary(result: dict) -> None:
                   f"by question {o['accuracy_by_question']:.1%}, by sub-question {o['accuracy_by_sub_question']:.1%}, "
                   f"proportional {o['proportional_accuracy']:.1%}; errors {o['n_errors']}")
     for role, f in sorted(result.get("llm_faults", {}).items()):
-        parts = [f"retried {_kinds(f.get('retried', {}))}", f"gave up {_kinds(f.get('failed', {}))}"]
+        parts = [f"retried {format_kinds(f.get('retried', {}), 'none')}",
+                 f"gave up {format_kinds(f.get('failed', {}), 'none')}"]
         if f.get("empty_completions"):
             parts.append(f"{f['empty_completions']} empty completion(s)")
         console.print(f"  llm faults, role {role}: " + "; ".join(parts), highlight=False)
     for level, m in sorted(result["by_level"].items()):
         console.print(f"  {level:<8} pass@1 {m['pass_at_1']:.1%} ({m['n_tasks']} tasks)")
     console.print(f"[dim]report: {result['report']}[/]")
-
-
-def _kinds(counts: dict[str, int]) -> str:
-    return ", ".join(f"{kind} ×{n}" for kind, n in sorted(counts.items())) or "none"

@@ -179,6 +179,13 @@ class LLM:
         for provider in providers:
             provider.close()
 
+    async def aclose(self) -> None:
+        """Close the connections that belong to the running event loop (call it before that loop ends, e.g. at
+        the end of an ``asyncio.run``); they come back on the next request."""
+        with self._lock:
+            providers = [ep.provider for ep in self._endpoints.values()]
+        await _aclose_all(providers)
+
     async def aload(self, role: str = "agent") -> float:
         """Load ``role``'s model now if its provider loads lazily (embedded); returns the seconds spent loading
         (0.0 when there is nothing to load or it is already loaded), so a first request's latency excludes it."""

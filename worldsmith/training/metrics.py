@@ -199,8 +199,9 @@ def _denominators_table(rows: dict[str, Metrics]) -> list[str]:
     return out
 
 
-def _kinds(counts: dict[str, int]) -> str:
-    return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) or "0"
+def format_kinds(counts: dict[str, int], none: str = "0") -> str:
+    """Per-kind counts as one phrase, e.g. 'rate_limit 1, server 3' (the report and the eval summary)."""
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) or none
 
 
 def render_report_md(report: EvalReport) -> str:
@@ -234,7 +235,7 @@ def render_report_md(report: EvalReport) -> str:
     if report.llm_faults:
         lines += ["", "## LLM faults", "", "| role | retried | given up | empty completions |", "|---|---|---|---|"]
         for role, f in sorted(report.llm_faults.items()):
-            lines.append(f"| {_cell(role)} | {_kinds(f.get('retried', {}))} | {_kinds(f.get('failed', {}))} | "
+            lines.append(f"| {_cell(role)} | {format_kinds(f.get('retried', {}))} | {format_kinds(f.get('failed', {}))} | "
                          f"{f.get('empty_completions', 0)} |")
     errors = [(r.task_id, p) for r in report.tasks for p in r.samples if p.error]
     if errors:

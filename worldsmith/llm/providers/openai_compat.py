@@ -92,8 +92,7 @@ class OpenAIProvider(Provider):
             key = self.key_path(role, "api_key")
             return f"the key sent was {key} (config file, --set, or {env_var_of(key)})"
         if cfg.api_key_env:
-            return (f"the key sent was read from ${cfg.api_key_env} ({self.key_path(role, 'api_key_env')} names it; "
-                    f"the SDK's own OPENAI_API_KEY is not used)")
+            return f"the key sent was read from ${cfg.api_key_env} (named by {self.key_path(role, 'api_key_env')})"
         key = self.key_path(role, "api_key")
         return (f"no API key is configured, so the placeholder {LOCAL_PLACEHOLDER_KEY!r} was sent; set {key} "
                 f"({env_var_of(key)}) or {self.key_path(role, 'api_key_env')} (e.g. OPENAI_API_KEY)")
@@ -167,31 +166,31 @@ class OpenAIProvider(Provider):
             try:
                 resp = await client.chat.completions.create(**self._kwargs(req, mode))
             except json.JSONDecodeError as exc:  # HTTP 200 whose body is not JSON (a proxy page, a cut body)
-                raise self._invalid(req.role, f"a body that is not JSON: {_shown(exc.doc)}") from None
+                raise self._invalid(f"a body that is not JSON: {_shown(exc.doc)}") from None
             except openai.BadRequestError as exc:
                 if not self._downgrade(mode, exc):
                     raise self._map(exc, req.role) from None
             except openai.APIError as exc:
                 raise self._map(exc, req.role) from None
             else:
-                return self._parse(resp, req.role)
+                return self._parse(resp)
         raise AssertionError("unreachable: the last structured mode never downgrades")
 
-    def _invalid(self, role: str, what: str) -> TransientError:
+    def _invalid(self, what: str) -> TransientError:
         """A malformed HTTP 200 is a server fault like a 5xx: retried, then reported with what came back."""
         return TransientError(f"{self.describe()} answered HTTP 200 with {what} (model {self.cfg.model!r})",
                               kind="invalid_body")
 
-    def _parse(self, resp: Any, role: str) -> RawCompletion:
+    def _parse(self, resp: Any) -> RawCompletion:
         if isinstance(resp, (str, bytes)):  # a non-JSON content type: the SDK hands back the text
-            raise self._invalid(role, f"a body that is not JSON: {_shown(resp)}")
+            raise self._invalid(f"a body that is not JSON: {_shown(resp)}")
         if not getattr(resp, "choices", None):
-            raise self._invalid(role, f"no choices: {_shown(_dump(resp))}")
+            raise self._invalid(f"no choices: {_shown(_dump(resp))}")
         choice = resp.choices[0]
         message = getattr(choice, "message", None)
         content = getattr(message, "content", None)
         if content is None:  # "" is a (recorded) empty completion; null content is a broken body
-            raise self._invalid(role, f"no message content: {_shown(_dump(resp))}")
+            raise self._invalid(f"no message content: {_shown(_dump(resp))}")
         usage = resp.usage
         return RawCompletion(
             text=content,
@@ -208,7 +207,7 @@ class OpenAIProvider(Provider):
         try:
             resp = await client.embeddings.create(model=self.cfg.model, input=texts, encoding_format="float")
         except json.JSONDecodeError as exc:
-            raise self._invalid(role, f"a body that is not JSON: {_shown(exc.doc)}") from None
+            raise self._invalid(f"a body that is not JSON: {_shown(exc.doc)}") from None
         except openai.APIError as exc:
             raise self._map(exc, role) from None
         data = sorted(resp.data or [], key=lambda d: d.index)
