@@ -52,6 +52,21 @@ def test_unknown_keys_are_errors_from_every_source(tmp_path: Path, monkeypatch: 
         load_settings()
 
 
+def test_a_removed_setting_in_an_old_config_says_to_delete_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # analyst.verify_answer was never read by anything (issue 12) and is gone
+    with pytest.raises(ConfigError, match=r"analyst.verify_answer: unknown key, removed .*delete it"):
+        load_settings(_toml(tmp_path, "[analyst]\nverify_answer = true\n"))
+    monkeypatch.setenv("WORLDSMITH_ANALYST__VERIFY_ANSWER", "false")
+    with pytest.raises(ConfigError, match=r"analyst.verify_answer: unknown key, removed"):
+        load_settings()
+
+
+def test_the_eval_retry_errors_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().eval.retry_errors is False
+    monkeypatch.setenv("WORLDSMITH_EVAL__RETRY_ERRORS", "true")
+    assert load_settings().eval.retry_errors is True
+
+
 def test_bad_values_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="analyst.max_turns"):
         load_settings(overrides={"analyst": {"max_turns": 0}})

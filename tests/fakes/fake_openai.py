@@ -1,9 +1,11 @@
 """A real OpenAI-compatible HTTP server for tests: 127.0.0.1, a free port, a background thread.
 
 Implements ``POST /v1/chat/completions`` (plain and ``stream=true``; per-word ``logprobs`` and vLLM-style
-``token_ids`` when asked), ``POST /v1/embeddings`` and ``GET /v1/models`` with behaviour programmable per test: fixed latency, queued per-request actions (429 with Retry-After, 5xx, hanging past
-the client's timeout, given replies), json_schema / json_object rejection, unknown model → 404, and
-request counting including the maximum number of requests in flight.
+``token_ids`` when asked), ``POST /v1/embeddings`` and ``GET /v1/models`` with behaviour programmable per test: fixed
+latency, queued per-request actions (429 with Retry-After, 5xx, 401/403, hanging past the client's timeout, HTTP 200
+with a body that is not JSON or lacks choices or content, empty completions, given replies), a ``schedule`` that picks
+the action of the n-th request when the queue is empty (faults on a schedule), json_schema / json_object rejection,
+unknown model → 404, and request counting including the maximum number of requests in flight.
 
     def test_x(fake_openai):
         fake_openai.enqueue(Action.rate_limit(retry_after=0.05), Action.reply('{"a": 1}'))
@@ -35,6 +37,31 @@ class Action:
     delay_s: float = 0.0  # extra wait before answering (use > client timeout to simulate a hang)
     headers: dict[str, str] = field(default_factory=dict)
     error: str = ""
+    raw_body: str | None = None  # sent verbatim with HTTP 200 instead of a completion (malformed bodies)
+
+    @classmethod
+    def invalid_json(cls, body: str = "<html><body>502 Bad Gateway</body></html>") -> "Action":
+        """HTTP 200 whose body is not JSON (a proxy's error page, a truncated answer)."""
+        return cls(raw_body=body)
+
+    @classmethod
+    def missing_choices(cls) -> "Action":
+        return cls(raw_body=json.dumps({"id": "chatcmpl-broken", "object": "chat.completion", "model": DEFAULT_MODEL}))
+
+    @classmethod
+    def null_content(cls) -> "Action":
+        return cls(raw_body=json.dumps({
+            "id": "chatcmpl-null", "object": "chat.completion", "created": 0, "model": DEFAULT_MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}]}))
+
+    @classmethod
+    def empty(cls) -> "Action":
+        """A well-formed completion with no text."""
+        return cls(content="")
+
+    @classmethod
+    def unauthorized(cls, status: int = 401) -> "Action":
+        return cls(status=status, error="Incorrect API key provided (fake)")
 
     @classmethod
     def reply(cls, content: str, *, finish_reason: str = "stop", delay_s: float = 0.0) -> "Action":
@@ -83,6 +110,9 @@ class FakeOpenAI:
         self.max_in_flight = 0
         self._in_flight = 0
         self._actions: deque[Action] = deque()
+        # n (0-based index of the request over both routes) -> its action, when the queue is empty; None = normal
+        self.schedule: Callable[[int], Action | None] | None = None
+        self._served = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -106,6 +136,7 @@ class FakeOpenAI:
             self.headers.clear()
             self._actions.clear()
             self.max_in_flight = 0
+            self._served = 0
 
     @property
     def base_url(self) -> str:
@@ -160,7 +191,11 @@ class FakeOpenAI:
             self.headers.append(headers)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            return self._actions.popleft() if self._actions else Action()
+            n, self._served = self._served, self._served + 1
+            if self._actions:
+                return self._actions.popleft()
+            scheduled = self.schedule(n) if self.schedule is not None else None
+            return scheduled or Action()
 
     def _end(self) -> None:
         with self._lock:
@@ -177,8 +212,11 @@ class FakeOpenAI:
         try:
             self._sleep(self.latency_s + action.delay_s)
             if action.status != 200:
-                return action.status, action.headers, _error(action.error, "server_error" if action.status >= 500
-                                                             else "rate_limit_exceeded")
+                code = {401: "invalid_api_key", 403: "forbidden", 429: "rate_limit_exceeded"}.get(
+                    action.status, "server_error")
+                return action.status, action.headers, _error(action.error, code)
+            if action.raw_body is not None:
+                return 200, action.headers, RawBody(action.raw_body)
             model = body.get("model")
             if model not in self.models:
                 return 404, {}, _error(f"The model `{model}` does not exist or you do not have access to it.",
@@ -234,6 +272,10 @@ class FakeOpenAI:
                          "model": body.get("model"), "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
+class RawBody(str):
+    """A response body sent as it is (not JSON-encoded)."""
+
+
 def _error(message: str, code: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": code, "param": None, "code": code}}
 
@@ -247,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        data = payload.encode() if isinstance(payload, RawBody) else json.dumps(payload).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -280,7 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         handle = self.server_state.chat if route == "/v1/chat/completions" else self.server_state.embeddings
         status, headers, payload = handle(body, {k.lower(): v for k, v in self.headers.items()})
-        if status == 200 and body.get("stream"):
+        if status == 200 and body.get("stream") and not isinstance(payload, RawBody):
             self._stream(payload)
         else:
             self._send(status, payload, headers)

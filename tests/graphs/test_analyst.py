@@ -54,6 +54,16 @@ async def test_void_turn_is_recorded_and_the_model_is_told_why(scripted, sales_c
     assert final["trajectory"]["status"] == "answered"
 
 
+async def test_an_empty_completion_is_a_void_turn_that_says_so(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue("", CODE_TURN, ANSWER_TURN)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    steps = final["trajectory"]["steps"]
+    assert steps[0]["void"] is True and steps[0]["void_reason"] == "empty completion"
+    assert "empty completion" in script.requests[1].last_user and "<think>" not in steps[0]["void_reason"]
+    assert final["trajectory"]["status"] == "answered"
+
+
 async def test_answer_without_requested_tags_gets_format_feedback(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     script.queue(CODE_TURN, "<think>done</think><answer>The mean is 20.</answer>", ANSWER_TURN)

@@ -130,7 +130,8 @@ def test_api_key_env_unset_and_set(fake_openai: FakeOpenAI, make_llm, monkeypatc
 def test_rejected_key_names_the_key_setting(fake_openai: FakeOpenAI, make_llm) -> None:
     fake_openai.enqueue(Action(status=401, error="Incorrect API key provided"))
     llm = make_llm(fake_openai.endpoint(api_key="sk-wrong"))
-    with pytest.raises(LLMConfigError, match="llm.default.api_key_env.*HTTP 401"):
+    # the key came from llm.default.api_key, so that is the setting named (not api_key_env, which was unset)
+    with pytest.raises(LLMConfigError, match="HTTP 401.*llm.default.api_key .*WORLDSMITH_LLM__DEFAULT__API_KEY"):
         llm.complete(MSG)
 
 

@@ -216,3 +216,65 @@ def test_report_json_round_trip_keeps_int_keys(tmp_path: Path) -> None:
                 accuracy_by_sub_question=0.5, proportional_accuracy=0.5, mean_score=0.5, n_errors=0)
     back = Metrics.model_validate(json.loads(m.model_dump_json()))
     assert back.pass_at_k == {1: 0.5, 2: 1.0}
+
+
+class FatalSolver:
+    """Every solve fails as against an endpoint that rejects the key."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    async def __call__(self, task: Task, sample: int) -> Trajectory:
+        from worldsmith.llm.errors import LLMAuthError
+
+        self.calls.append((task.id, sample))
+        raise LLMAuthError("role 'agent': http://127.0.0.1:9/v1 rejected the API key (HTTP 401)")
+
+
+async def test_a_fatal_llm_error_stops_the_batch_at_once_and_resume_solves_everything(tmp_path: Path) -> None:
+    from worldsmith.llm.errors import LLMFatalError
+
+    tasks = [_task(f"T{i}", ["x"], "stats", "easy") for i in range(10)]
+    run = _run(tmp_path)
+    solver = FatalSolver()
+    with pytest.raises(LLMFatalError, match="HTTP 401"):
+        await evaluate(tasks, solver, run_dir=run, concurrency=2)
+    assert len(solver.calls) <= 2  # the two in flight, not one per task
+    stopped = [e for e in run.events() if e["event"] == "eval_stopped"]
+    assert len(stopped) == 1 and stopped[0]["kind"] == "auth" and stopped[0]["total"] == 10
+    assert not (run.path / "trajectories").exists()
+    resumed = FakeSolver()
+    SCRIPT.update({t.id: ["@x[1]"] for t in tasks})
+    try:
+        report = await evaluate(tasks, resumed, run_dir=RunDir.open(run.path))
+    finally:
+        for t in tasks:
+            SCRIPT.pop(t.id)
+    assert len(resumed.calls) == 10 and report.overall.pass_at_1 == 1.0
+
+
+async def test_llm_faults_during_the_run_are_an_event_and_a_report_section(tmp_path: Path) -> None:
+    from worldsmith.llm.accounting import RoleUsage
+
+    # what LLM.usage() would say before and after the run: only the difference belongs to this run
+    snapshots = iter([
+        {"agent": RoleUsage(faults={"server": 2}, empty_completions=1)},
+        {"agent": RoleUsage(faults={"server": 5, "invalid_body": 1}, failures={"server": 1}, empty_completions=1),
+         "judge": RoleUsage(faults={"rate_limit": 2})},
+    ])
+    run = _run(tmp_path)
+    report = await evaluate(TASKS, FakeSolver(), run_dir=run, usage=lambda: next(snapshots))
+    expected = {"agent": {"retried": {"invalid_body": 1, "server": 3}, "failed": {"server": 1}},
+                "judge": {"retried": {"rate_limit": 2}}}
+    assert report.llm_faults == expected
+    assert [e["roles"] for e in run.events() if e["event"] == "llm_faults"] == [expected]
+    md = (run.path / "report.md").read_text()
+    assert "| agent | invalid_body 1, server 3 | server 1 | 0 |" in md and "| judge | rate_limit 2 | 0 | 0 |" in md
+    assert "- status: partial" in md  # task C's solver crashes
+
+
+def test_batch_status() -> None:
+    from worldsmith.core.runs import batch_status
+
+    assert [batch_status(0, 4), batch_status(1, 4), batch_status(4, 4), batch_status(0, 0)] == \
+        ["ok", "partial", "failed", "ok"]

@@ -58,6 +58,8 @@ def test_a_markdown_fence_wrapping_the_whole_code_block_is_removed() -> None:
     ("<code>print(1)</code>", "a turn must start with <think>; found <code> at line 1, char 1"),
     ("I think\n\n<answer>4</answer>", "a turn must start with <think>; found <answer> at line 3, char 1"),
     ("just prose", "a turn must start with <think>; found no tags at all"),
+    ("", "empty completion"),
+    (" \n\t", "empty completion"),
     ("<think>plan <code>print(1)</code>", "<think> is never closed: expected </think>"),
     ("<think>plan</think><code>print(1)", "<code> is never closed: expected </code>"),
     ("<think>plan</think><answer>@x[1]", "<answer> is never closed: expected </answer>"),
@@ -111,7 +113,7 @@ def test_lenient_parsing_salvages_unambiguous_turns(text: str, kind: str, conten
     ("I am not sure what to do.", "found no tags at all"),
     ("<think>t</think><code>   </code>", "empty <code></code>"),
     ("<think>only thinking</think>", "found nothing"),
-    ("", "found no tags at all"),
+    ("", "empty completion"),  # issue 12: an empty completion is reported as such, not as a missing tag
 ])
 def test_lenient_parsing_makes_void_turns_instead_of_inventing_actions(text: str, error_part: str) -> None:
     parsed = parse_turn_lenient(text)

@@ -37,28 +37,42 @@ def load_tasks(path: Path, *, limit: int | None = None, ids: list[str] | None = 
 
 async def evaluate_path(rt: GraphRuntime, path: Path, *, samples: int | None = None, limit: int | None = None,
                         ids: list[str] | None = None, split: str | None = None, run_path: Path | None = None,
-                        progress: Progress | None = None) -> dict[str, Any]:
+                        progress: Progress | None = None, retry_errors: bool | None = None) -> dict[str, Any]:
     """Evaluate the analyst on the tasks at `path` in a new run directory (or continue `run_path`).
 
-    Returns the summary every front end shows: status, run_dir, report, overall and by_level metrics."""
-    from worldsmith.core.runs import RunDir
+    retry_errors: on resume, solve again the items that failed on an error (None: the eval.retry_errors setting).
+    Returns the summary every front end shows: status ('ok' | 'partial' | 'failed': how many trajectories ended
+    in an error), counts, run_dir, report, overall and by_level metrics. An LLMFatalError (key rejected, endpoint
+    unreachable) stops the run at once and propagates, its run directory marked failed."""
+    from worldsmith.core.runs import RunDir, batch_status
     from worldsmith.graphs.solve import TaskSolver
+    from worldsmith.llm.errors import LLMFatalError
     from worldsmith.training.evaluate import evaluate
 
     settings = rt.settings
     samples = samples or settings.eval.samples
+    retry_errors = settings.eval.retry_errors if retry_errors is None else retry_errors
     tasks = load_tasks(path, limit=limit, ids=ids, split=split)
     run = RunDir.open(run_path) if run_path else RunDir.create("eval", settings.runs_dir, config=settings.masked())
-    run.event("eval_request", tasks=str(path), n_tasks=len(tasks), samples=samples)
+    run.event("eval_request", tasks=str(path), n_tasks=len(tasks), samples=samples, retry_errors=retry_errors)
     temperature = settings.eval.temperature_when_sampling if samples > 1 else None
     solver = TaskSolver(rt, temperature=temperature)
     model = settings.llm.for_role("agent").model
     try:
         report = await evaluate(tasks, solver, samples=samples, run_dir=run, concurrency=settings.eval.concurrency,
-                                llm=rt.llm, model=model, progress=progress)
+                                llm=rt.llm, model=model, progress=progress, retry_errors=retry_errors,
+                                usage=rt.llm.usage)
+    except LLMFatalError as exc:
+        run.finish(status="failed", error=str(exc), kind=exc.kind)
+        raise LLMFatalError(f"{exc} — eval stopped; continue later with --resume {run.path}", kind=exc.kind,
+                            role=exc.role, endpoint=exc.endpoint) from exc
     finally:
         await rt.sessions.close_all()
+        await rt.llm.aclose()  # this loop's HTTP connections end with it, not later in the garbage collector
     o = report.overall
-    run.finish(status="ok", pass_at_1=o.pass_at_1, n_tasks=o.n_tasks)
-    return {"status": "ok", "run_dir": str(run.path), "report": str(run.path / "report.md"),
+    pairs = o.n_tasks * o.samples
+    status = batch_status(o.n_errors, pairs)
+    run.finish(status=status, pass_at_1=o.pass_at_1, n_tasks=o.n_tasks, errors=o.n_errors)
+    return {"status": status, "counts": {"trajectories": pairs, "failed": o.n_errors, "completed": pairs - o.n_errors},
+            "run_dir": str(run.path), "report": str(run.path / "report.md"), "llm_faults": report.llm_faults,
             "overall": o.model_dump(), "by_level": {k: v.model_dump() for k, v in report.by_level.items()}}

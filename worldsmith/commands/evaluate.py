@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from worldsmith.commands.common import EXIT_USAGE, console, emit_json, fail, friendly_errors, runtime
+from worldsmith.commands.common import EXIT_FAILED, EXIT_USAGE, console, emit_json, fail, friendly_errors, runtime
 
 
 def register(app: typer.Typer) -> None:
@@ -41,10 +41,18 @@ def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, ta
              ids: Annotated[Optional[list[str]], typer.Option("--id", help="Only these task ids (repeatable).")] = None,
              split: Annotated[Optional[str], typer.Option(help="Collection split to use (train/test/dev).")] = None,
              resume: Annotated[Optional[Path], typer.Option(help="Continue an earlier eval run directory.")] = None,
+             retry_errors: Annotated[Optional[bool], typer.Option(
+                 "--retry-errors/--keep-errors",
+                 help="With --resume: solve again the items that failed on an LLM or sandbox error (default: the "
+                      "eval.retry_errors setting).")] = None,
              json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
-    """Evaluate the analyst: every trajectory is saved; the report has pass@1, pass@k, per level and category."""
+    """Evaluate the analyst: every trajectory is saved; the report has pass@1, pass@k, per level and category.
+
+    Exit 0 when at least one trajectory completed (status ok or partial), 1 when every one failed or the run was
+    stopped (the API key was rejected or the endpoint is unreachable), 2 for bad usage."""
     from worldsmith.app.eval import evaluate_path
     from worldsmith.llm import LLMError
+    from worldsmith.llm.errors import LLMFatalError
     from worldsmith.training.dabench import DABenchError
 
     if not tasks.exists():
@@ -54,15 +62,40 @@ def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, ta
     rt = runtime()
     progress, on_progress = progress_reporter(show=not json_out)
     with friendly_errors(LLMError, DABenchError, FileNotFoundError, ValueError), progress:
-        result = asyncio.run(evaluate_path(rt, tasks, samples=samples, limit=limit, ids=ids, split=split,
-                                           run_path=resume, progress=on_progress))
+        try:
+            result = asyncio.run(evaluate_path(rt, tasks, samples=samples, limit=limit, ids=ids, split=split,
+                                               run_path=resume, progress=on_progress, retry_errors=retry_errors))
+        except LLMFatalError as exc:
+            if not json_out:
+                raise
+            # a script reads one JSON object either way: the run stopped (key rejected, endpoint unreachable)
+            emit_json({"status": "failed", "stopped": True, "error": str(exc), "kind": exc.kind})
+            raise typer.Exit(EXIT_FAILED) from None
     if json_out:
         emit_json(result)
-        return
-    o = result["overall"]
+    else:
+        print_summary(result)
+    if result["status"] == "failed":
+        raise typer.Exit(EXIT_FAILED)
+
+
+def print_summary(result: dict) -> None:
+    from worldsmith.training.metrics import format_kinds
+
+    o, counts = result["overall"], result["counts"]
+    if result["status"] != "ok":
+        style = "red" if result["status"] == "failed" else "yellow"
+        console.print(f"[bold {style}]{result['status']}:[/] {counts['failed']} of {counts['trajectories']} "
+                      "trajectories failed with an error (see the report's Errors section)", highlight=False)
     console.print(f"[bold]pass@1 {o['pass_at_1']:.1%}[/] over {o['n_tasks']} tasks × {o['samples']} sample(s); "
                   f"by question {o['accuracy_by_question']:.1%}, by sub-question {o['accuracy_by_sub_question']:.1%}, "
                   f"proportional {o['proportional_accuracy']:.1%}; errors {o['n_errors']}")
+    for role, f in sorted(result.get("llm_faults", {}).items()):
+        parts = [f"retried {format_kinds(f.get('retried', {}), 'none')}",
+                 f"gave up {format_kinds(f.get('failed', {}), 'none')}"]
+        if f.get("empty_completions"):
+            parts.append(f"{f['empty_completions']} empty completion(s)")
+        console.print(f"  llm faults, role {role}: " + "; ".join(parts), highlight=False)
     for level, m in sorted(result["by_level"].items()):
         console.print(f"  {level:<8} pass@1 {m['pass_at_1']:.1%} ({m['n_tasks']} tasks)")
     console.print(f"[dim]report: {result['report']}[/]")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from worldsmith.commands.common import STATE, console, emit_json, fail, friendly_errors
+from worldsmith.commands.common import EXIT_FAILED, STATE, console, emit_json, fail
 
 app = typer.Typer(help="Talk to the configured models.", no_args_is_help=True)
 
@@ -15,20 +15,27 @@ app = typer.Typer(help="Talk to the configured models.", no_args_is_help=True)
 def ping_cmd(role: Annotated[str, typer.Option(help="Role whose endpoint to test (agent, teacher, judge, student, …).")] = "agent",
              json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
     """Send one structured request; print model, latency, tokens/s and the validated object."""
+    from worldsmith.core.llm_config import RoleConfigError
     from worldsmith.llm import LLM, LLMError
+    from worldsmith.llm.errors import error_kind
     from worldsmith.llm.ping import ping
 
     settings = STATE.settings()
-    with friendly_errors(LLMError):
+    try:
         ep = settings.llm.for_role(role)
         if not json_out:
             console.print(f"pinging role [cyan]{role}[/] → {ep.provider}:{ep.model} …")
-        llm = LLM.from_settings(settings)
-        result = ping(llm, role)
+        result = ping(LLM.from_settings(settings), role)
+    except (LLMError, RoleConfigError) as exc:
+        if json_out:  # a script reads one JSON object either way; the exit code says which
+            emit_json({"ok": False, "role": role, "error": str(exc) or type(exc).__name__, "kind": error_kind(exc)})
+            raise typer.Exit(EXIT_FAILED) from None
+        fail(str(exc) or type(exc).__name__)
     if json_out:
-        emit_json(result.model_dump())
+        emit_json({"ok": result.correct, **result.model_dump()})
     else:
-        console.print(f"[green]ok[/] {result.provider}:{result.model}  latency {result.latency_s:.2f} s  "
+        load = f"load {result.load_s:.2f} s  " if result.load_s >= 0.01 else ""
+        console.print(f"[green]ok[/] {result.provider}:{result.model}  {load}latency {result.latency_s:.2f} s  "
                       f"{result.completion_tokens} tokens, {result.tokens_per_s:.1f} tok/s"
                       + ("  (needed a repair retry)" if result.repaired else ""))
         console.print(f"object: {result.answer.model_dump_json()}  (2+3 {'correct' if result.correct else 'WRONG'})",

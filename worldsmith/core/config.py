@@ -45,7 +45,6 @@ class AnalystConfig(Section):
     cell_timeout_s: float = Field(60.0, gt=0, description="wall-clock limit per code cell (seconds)")
     max_tokens: int = Field(512, ge=64, description="completion budget per assistant turn (tokens); a code turn rarely needs more, and on CPU a runaway turn costs minutes")
     format_retries: int = Field(2, ge=0, le=5, description="re-asks when an answer lacks the requested @name[value] tags")
-    verify_answer: bool = Field(True, description="ask the model to check its answer against the requested format once")
     postprocess: bool = Field(True, description="after the format feedback is used up, round an answer's numbers to the "
                               "requested decimals for grading (recorded beside the model's own answer); set False when "
                               "sampling training data, so the grader sees the raw answer")
@@ -55,6 +54,8 @@ class EvalConfig(Section):
     samples: int = Field(1, ge=1, description="trajectories per task (pass@1 is the mean over samples)")
     concurrency: int = Field(1, ge=1, description="tasks solved at once (the embedded model serialises anyway)")
     temperature_when_sampling: float = Field(0.7, ge=0, description="temperature used when samples > 1")
+    retry_errors: bool = Field(False, description="on --resume, solve again the items that failed on an LLM or sandbox "
+                               "error instead of keeping the failure (wrong answers are kept either way)")
 
 
 class WorldConfig(Section):
@@ -172,11 +173,20 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, overrides: 
         _toml_path.reset(token)
 
 
+#: Settings that existed once and were removed: an old config file that sets one is told what to do.
+REMOVED_KEYS = {
+    "analyst.verify_answer": "removed (nothing ever read it; the answer-format check is analyst.format_retries): "
+                             "delete it",
+}
+
+
 def _explain(exc: ValidationError, path: Path | None) -> str:
     where = f" (sources: CLI flags, {ENV_PREFIX}* environment" + (f", {path})" if path else ")")
     lines = []
     for e in exc.errors():
         key = ".".join(str(p) for p in e["loc"])
         msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        if e["type"] == "extra_forbidden" and key in REMOVED_KEYS:
+            msg = f"unknown key, {REMOVED_KEYS[key]}"
         lines.append(f"{key}: {msg}")
     return "invalid configuration" + where + ": " + "; ".join(lines)

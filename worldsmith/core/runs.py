@@ -17,9 +17,20 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from worldsmith.core.store import StepLedger, append_jsonl, atomic_write_text, read_jsonl, remove_stale_temps
+
+
+BatchStatus = Literal["ok", "partial", "failed"]
+
+
+def batch_status(failed: int, total: int) -> BatchStatus:
+    """A batch's outcome from its item counts: 'failed' when every item failed (the command exits 1),
+    'partial' when some did, 'ok' when none did. An item that ran and was graded wrong has not failed."""
+    if total > 0 and failed >= total:
+        return "failed"
+    return "partial" if failed > 0 else "ok"
 
 
 class RunDir:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +19,11 @@ class RoleUsage(BaseModel):
     retries: int = Field(0, description="Attempts repeated after a transient error (429/5xx/timeout/connection).")
     repairs: int = Field(0, description="Structured answers that needed the repair retry.")
     errors: int = Field(0, description="Calls that ended in an error.")
+    empty_completions: int = Field(0, description="Uncached completions that came back with no text.")
+    faults: dict[str, int] = Field(default_factory=dict, description="Retried attempts per fault kind "
+                                   "(rate_limit, server, timeout, connection, invalid_body).")
+    failures: dict[str, int] = Field(default_factory=dict, description="Calls given up on per fault kind (retries "
+                                     "spent) or per fatal kind (auth, unreachable).")
 
     @property
     def total_tokens(self) -> int:
@@ -51,24 +57,53 @@ class UsageTracker:
                 u.completion_tokens += completion_tokens
 
     def add(self, role: str, field: str, n: int = 1) -> None:
-        """Increment a counter field (retries, repairs, errors)."""
+        """Increment a counter field (retries, repairs, errors, empty_completions)."""
         with self._lock:
             u = self._get(role)
             setattr(u, field, getattr(u, field) + n)
 
+    def add_kind(self, role: str, field: str, kind: str, n: int = 1) -> None:
+        """Increment one kind of a per-kind counter (faults, failures)."""
+        with self._lock:
+            counts: dict[str, int] = getattr(self._get(role), field)
+            counts[kind] = counts.get(kind, 0) + n
+
     def snapshot(self) -> dict[str, RoleUsage]:
         """A copy of the per-role totals."""
         with self._lock:
-            return {role: u.model_copy() for role, u in sorted(self._roles.items())}
+            return {role: u.model_copy(deep=True) for role, u in sorted(self._roles.items())}
 
     def total(self) -> RoleUsage:
         with self._lock:
             out = RoleUsage()
             for u in self._roles.values():
                 for name in RoleUsage.model_fields:
-                    setattr(out, name, getattr(out, name) + getattr(u, name))
+                    mine, theirs = getattr(out, name), getattr(u, name)
+                    if isinstance(mine, dict):
+                        for kind, n in theirs.items():
+                            mine[kind] = mine.get(kind, 0) + n
+                    else:
+                        setattr(out, name, mine + theirs)
             return out
 
     def reset(self) -> None:
         with self._lock:
             self._roles.clear()
+
+
+def fault_summary(before: dict[str, RoleUsage], after: dict[str, RoleUsage]) -> dict[str, dict[str, Any]]:
+    """What went wrong between two :meth:`UsageTracker.snapshot` s, per role with anything to report:
+    ``{role: {"retried": {kind: n}, "failed": {kind: n}, "empty_completions": n}}`` (zero counts left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for role, now in after.items():
+        was = before.get(role, RoleUsage())
+        entry: dict[str, Any] = {"retried": _diff(was.faults, now.faults), "failed": _diff(was.failures, now.failures),
+                                 "empty_completions": now.empty_completions - was.empty_completions}
+        entry = {k: v for k, v in entry.items() if v}
+        if entry:
+            out[role] = entry
+    return out
+
+
+def _diff(was: dict[str, int], now: dict[str, int]) -> dict[str, int]:
+    return {k: n - was.get(k, 0) for k, n in sorted(now.items()) if n - was.get(k, 0)}

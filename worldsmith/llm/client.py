@@ -27,7 +27,8 @@ from worldsmith.llm.accounting import RoleUsage, UsageTracker
 from worldsmith.llm.cache import ResponseCache, cache_key
 from worldsmith.llm.config import EndpointConfig, LLMConfig
 from worldsmith.llm.embeddings import EMBED_ROLE
-from worldsmith.llm.errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailableError, TransientError
+from worldsmith.llm.errors import (LLMError, LLMFatalError, LLMOutputError, LLMRequestError, LLMUnavailableError,
+                                   TransientError)
 from worldsmith.llm.providers import Provider, make_provider
 from worldsmith.llm.retry import RetryPolicy, retry
 from worldsmith.llm.structured import json_schema_of, repair_messages, validate_reply, with_schema_instruction
@@ -45,7 +46,10 @@ _REQUEST_ONLY = {"temperature", "top_p", "max_tokens", "seed", "max_retries", "b
 _OPTS = {"stop", "max_tokens", "temperature", "top_p", "seed", "sample_index", "use_cache", "logprobs"}
 # What to tell the user to check when retries run out, by failure kind.
 _EXHAUSTED_HINT = {"connection": ("base_url", "is the server running?"), "timeout": ("timeout_s", "raise it or check the server"),
-                   "rate_limit": ("concurrency", "lower it or raise max_retries"), "server": ("base_url", "check the server")}
+                   "rate_limit": ("concurrency", "lower it or raise max_retries"), "server": ("base_url", "check the server"),
+                   "invalid_body": ("base_url", "the server keeps sending malformed answers: check its logs")}
+# Retries spent on these mean the endpoint is down or hanging: nothing else sent to it will succeed either.
+_FATAL_WHEN_EXHAUSTED = {"connection", "timeout"}
 
 
 @dataclass
@@ -175,6 +179,22 @@ class LLM:
         for provider in providers:
             provider.close()
 
+    async def aclose(self) -> None:
+        """Close the connections that belong to the running event loop (call it before that loop ends, e.g. at
+        the end of an ``asyncio.run``); they come back on the next request."""
+        with self._lock:
+            providers = [ep.provider for ep in self._endpoints.values()]
+        await _aclose_all(providers)
+
+    async def aload(self, role: str = "agent") -> float:
+        """Load ``role``'s model now if its provider loads lazily (embedded); returns the seconds spent loading
+        (0.0 when there is nothing to load or it is already loaded), so a first request's latency excludes it."""
+        return await self.provider(role).aload(role)
+
+    def load(self, role: str = "agent") -> float:
+        """Sync :meth:`aload`."""
+        return self._sync(self.aload(role))
+
     def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._loop.run(coro)
 
@@ -231,7 +251,9 @@ class LLM:
                        usage=TokenUsage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens),
                        latency_s=time.perf_counter() - t0, model=raw.model or call.cfg.model,
                        provider=call.cfg.provider, role=call.role, logprobs=raw.logprobs, token_ids=raw.token_ids,
-                       **_request_record(call.request))
+                       empty=not raw.text.strip(), **_request_record(call.request))
+        if c.empty:
+            self._usage.add(call.role, "empty_completions")
         self._usage.record_call(call.role, cached=False, prompt_tokens=raw.prompt_tokens,
                                 completion_tokens=raw.completion_tokens, latency_s=c.latency_s)
         return c
@@ -241,15 +263,19 @@ class LLM:
             self.cache.put(call.key, c.model_dump(exclude={"cached", "role", "latency_s", "request_messages", "sampling"}))
 
     def _on_retry(self, role: str):  # type: ignore[no-untyped-def]
-        return lambda attempt, exc, wait: self._usage.add(role, "retries")
+        def count(attempt: int, exc: TransientError, wait: float) -> None:
+            self._usage.add(role, "retries")
+            self._usage.add_kind(role, "faults", exc.kind)
+        return count
 
-    def _exhausted(self, role: str, cfg: EndpointConfig, exc: TransientError) -> LLMUnavailableError:
+    def _exhausted(self, role: str, cfg: EndpointConfig, ep: _Endpoint, exc: TransientError) -> LLMUnavailableError:
         fld, advice = _EXHAUSTED_HINT.get(exc.kind, ("base_url", "check the endpoint"))
         attempts = cfg.max_retries + 1
-        return LLMUnavailableError(
-            f"role {role!r}: {exc} (gave up after {attempts} attempt{'s' * (attempts > 1)}); "
-            f"check {self.config.key_path(role, fld)} — {advice}"
-        )
+        message = (f"role {role!r}: {exc} (gave up after {attempts} attempt{'s' * (attempts > 1)}); "
+                   f"check {self.config.key_path(role, fld)} — {advice}")
+        if exc.kind in _FATAL_WHEN_EXHAUSTED:
+            return LLMFatalError(message, kind="unreachable", role=role, endpoint=ep.provider.describe())
+        return LLMUnavailableError(message, kind=exc.kind)
 
     async def _attempts(self, role: str, cfg: EndpointConfig, ep: _Endpoint, fn: Callable[[], Awaitable[T]]) -> T:
         """``fn()`` under the endpoint's concurrency limit, retried on transient failures; failures accounted."""
@@ -261,7 +287,12 @@ class LLM:
             return await retry(attempt, self._policy(cfg), self._on_retry(role))
         except TransientError as exc:
             self._usage.add(role, "errors")
-            raise self._exhausted(role, cfg, exc) from None
+            self._usage.add_kind(role, "failures", exc.kind)
+            raise self._exhausted(role, cfg, ep, exc) from None
+        except LLMFatalError as exc:
+            self._usage.add(role, "errors")
+            self._usage.add_kind(role, "failures", exc.kind)
+            raise
         except LLMError:
             self._usage.add(role, "errors")
             raise

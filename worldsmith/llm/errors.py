@@ -6,9 +6,35 @@ from typing import Any
 
 from worldsmith.core.llm_config import RoleConfigError
 
+#: What a retried attempt failed on; accounting counts faults per role and kind.
+FAULT_KINDS = ("rate_limit", "server", "timeout", "connection", "invalid_body")
+
+
+def error_kind(exc: BaseException) -> str:
+    """A short machine-readable kind for any LLM error (``llm ping --json``, run events)."""
+    kind = getattr(exc, "kind", None)
+    if isinstance(kind, str):
+        return kind
+    for cls, name in ((LLMOutputError, "output"), (LLMRequestError, "request"), (LLMConfigError, "config"),
+                      (LLMUnavailableError, "unavailable")):
+        if isinstance(exc, cls):
+            return name
+    return "error"
+
 
 class LLMError(Exception):
     """Base class of every error the LLM layer raises."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # keyword-only fields (kind, role, raw_text, ...) survive pickling (checkpoints, worker processes)
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild(cls: type[LLMError], args: tuple[Any, ...], state: dict[str, Any]) -> LLMError:
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
 
 
 class LLMConfigError(LLMError, RoleConfigError):
@@ -16,7 +42,31 @@ class LLMConfigError(LLMError, RoleConfigError):
 
 
 class LLMUnavailableError(LLMError):
-    """The model or endpoint cannot be used right now (unreachable, not found, package missing, retries spent)."""
+    """The model or endpoint cannot be used right now (unreachable, not found, package missing, retries spent).
+
+    ``kind``: the fault kind whose retries were spent (rate_limit, server, invalid_body, ...), else 'unavailable'."""
+
+    def __init__(self, message: str, *, kind: str = "unavailable") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class LLMFatalError(LLMUnavailableError):
+    """No request to this endpoint can succeed until someone acts: the key is rejected (``kind='auth'``) or the
+    endpoint is unreachable or hangs after every retry (``kind='unreachable'``). Batch runs stop on it at once
+    instead of failing each item in turn."""
+
+    def __init__(self, message: str, *, kind: str, role: str = "", endpoint: str = "") -> None:
+        super().__init__(message, kind=kind)
+        self.role = role
+        self.endpoint = endpoint
+
+
+class LLMAuthError(LLMFatalError, LLMConfigError):
+    """HTTP 401/403: the endpoint rejected the API key (a configuration problem, and fatal for a batch)."""
+
+    def __init__(self, message: str, *, role: str = "", endpoint: str = "") -> None:
+        super().__init__(message, kind="auth", role=role, endpoint=endpoint)
 
 
 class LLMRequestError(LLMError):
@@ -44,5 +94,5 @@ class TransientError(LLMError):
     def __init__(self, message: str, *, retry_after: float | None = None, kind: str = "error", detail: Any = None):
         super().__init__(message)
         self.retry_after = retry_after
-        self.kind = kind  # "rate_limit" | "server" | "timeout" | "connection"
+        self.kind = kind  # one of FAULT_KINDS
         self.detail = detail

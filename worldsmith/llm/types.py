@@ -73,6 +73,8 @@ class Completion(BaseModel):
     provider: str = ""
     role: str = ""
     cached: bool = Field(False, description="True when the answer came from the on-disk cache.")
+    empty: bool = Field(False, description="True when the model returned no text (whitespace only counts as none); "
+                        "recorded as it came, never retried.")
     request_messages: list[dict[str, str]] = Field(
         default_factory=list, description="The messages exactly as the provider received them (training record).")
     sampling: dict[str, Any] = Field(

@@ -58,6 +58,10 @@ def _strip_block(s: str) -> str:
     return m.group(1).rstrip() if m else s
 
 
+#: The void reason of a turn whose completion had no text at all.
+EMPTY_COMPLETION = "empty completion"
+
+
 def close_action(text: str) -> str:
     """Re-append the closing tag that an ACTION_STOP_SEQUENCES stop consumed (a no-op on complete turns)."""
     s = text.rstrip()
@@ -73,6 +77,8 @@ def close_action(text: str) -> str:
 def parse_turn(text: str) -> ParsedTurn:
     """Strict parse: whitespace-tolerant, structure-exact. Raises GrammarError with a precise message."""
     s = text.strip()
+    if not s:  # the model sent nothing (an empty completion): say so, not that a tag is missing
+        raise GrammarError(EMPTY_COMPLETION)
     if not s.startswith(THINK_OPEN):
         found = _TAG_RE.search(s)
         what = f"found {found.group(0)} at {_pos(s, found.start())}" if found else "found no tags at all"

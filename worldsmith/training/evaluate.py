@@ -3,7 +3,11 @@
     report = await evaluate(tasks, solve, samples=3, run_dir=RunDir.create("eval", "runs"), concurrency=2)
 
 - `solve(task, sample_index) -> Trajectory` is the agent. An exception inside it becomes a trajectory with
-  status 'error' (graded as wrong); the eval goes on.
+  status 'error' (graded as wrong); the eval goes on — except an `LLMFatalError` (key rejected, endpoint
+  unreachable or hanging): every later pair would fail the same way, so the batch stops at once, the event log
+  records `eval_stopped`, and the error propagates (the unfinished pairs are solved on resume).
+- With `usage` (the LLM's `usage` method), the faults the LLM layer retried or gave up on during the run are
+  written as an `llm_faults` event and into the report.
 - Every trajectory is written atomically to `trajectories/<task_id>/<sample>.json` and recorded in the run's
   StepLedger, so re-running on the same run directory skips finished pairs (their saved grade is reused).
 - Metrics (metrics.py): pass@1 (mean over samples), unbiased pass@k, and DABench's accuracy by question,
@@ -33,6 +37,21 @@ __all__ = ["EvalReport", "SampleResult", "TaskResult", "evaluate", "primary_grad
 
 SolveFn = Callable[[Task, int], Awaitable[Trajectory]]
 ProgressFn = Callable[[int, int], Any]
+UsageFn = Callable[[], dict[str, Any]]  # LLM.usage: role -> RoleUsage
+
+
+def _is_fatal(exc: BaseException) -> bool:
+    from worldsmith.llm.errors import LLMFatalError  # late: this module imports without the LLM layer
+
+    return isinstance(exc, LLMFatalError)
+
+
+def _fault_summary(before: dict[str, Any] | None, usage: UsageFn | None) -> dict[str, dict[str, Any]]:
+    if usage is None or before is None:
+        return {}
+    from worldsmith.llm.accounting import fault_summary
+
+    return fault_summary(before, usage())
 
 
 def pair_key(task: Task, sample: int) -> str:
@@ -80,6 +99,8 @@ async def _grade(task: Task, traj: Trajectory, strict: bool | None, llm: Structu
     try:
         return await agrade_response(task, response, llm=llm, strict=strict)
     except Exception as exc:  # noqa: BLE001 - one bad grade must not abort the eval; it is recorded as wrong
+        if _is_fatal(exc):
+            raise
         return Grade(grader="closed_form" if task.kind == "closed_form" else "rubric", score=0.0, passed=False,
                      note=f"grading failed: {type(exc).__name__}: {exc}")
 
@@ -97,6 +118,8 @@ async def _run_pair(task: Task, sample: int, solve: SolveFn, run_dir: RunDir, *,
         if not traj.time_s:
             traj.time_s = round(time.monotonic() - t0, 3)
     except Exception as exc:  # noqa: BLE001 - recorded as a failed trajectory (status 'error'), see module doc
+        if _is_fatal(exc):
+            raise
         traj = _error_trajectory(task, sample, exc, model, time.monotonic() - t0)
     grade = await _grade(task, traj, strict, llm)
     traj.grades = [*traj.grades, grade]
@@ -140,13 +163,15 @@ async def _notify(progress: ProgressFn | None, done: int, total: int) -> None:
 
 async def evaluate(tasks: Sequence[Task], solve: SolveFn, *, samples: int = 1, run_dir: RunDir,
                    concurrency: int = 1, strict: bool | None = None, progress: ProgressFn | None = None,
-                   llm: StructuredLLM | None = None, model: str = "unknown", retry_errors: bool = False) -> EvalReport:
+                   llm: StructuredLLM | None = None, model: str = "unknown", retry_errors: bool = False,
+                   usage: UsageFn | None = None) -> EvalReport:
     """Solve, grade and report every (task, sample) pair; resumable on the same run directory.
 
     strict: None = each task's own rule (DABench tasks ask for the official one); True/False force it.
     llm: judge for rubric items that need one (report tasks); without it those items are 'ungraded'.
     model: recorded on error trajectories (the model the agent was running).
     retry_errors: on resume, solve again the pairs that ended in an exception instead of keeping them.
+    usage: the LLM's per-role usage snapshot (LLM.usage), to report the faults it met during this run.
     """
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
@@ -157,6 +182,7 @@ async def evaluate(tasks: Sequence[Task], solve: SolveFn, *, samples: int = 1, r
     if dupes:
         raise ValueError(f"duplicate task ids in the eval set: {', '.join(dupes)}")
     t0 = time.monotonic()
+    usage_before = usage() if usage is not None else None
     pairs = [(t, s) for t in tasks for s in range(samples)]
     total = len(pairs)
     done_before = {(t.id, s) for t, s in pairs if _is_done(run_dir, t, s, retry_errors)}
@@ -184,26 +210,44 @@ async def evaluate(tasks: Sequence[Task], solve: SolveFn, *, samples: int = 1, r
 
     sem = asyncio.Semaphore(concurrency)
 
+    fatal = asyncio.Event()  # set by the first fatal LLM error: workers not yet started never start
+
     async def worker(task: Task, sample: int) -> None:
         async with sem:
-            res = await _run_pair(task, sample, solve, run_dir, strict=strict, llm=llm, model=model)
+            if fatal.is_set():
+                return
+            try:
+                res = await _run_pair(task, sample, solve, run_dir, strict=strict, llm=llm, model=model)
+            except Exception as exc:
+                if _is_fatal(exc):
+                    fatal.set()
+                raise
         await finish((task.id, sample), res)
 
     running = [asyncio.ensure_future(worker(t, s)) for t, s in pairs if (t.id, s) not in done_before]
     try:
         await asyncio.gather(*running)
-    except BaseException:
-        # killed or cancelled: stop the other workers now; finished pairs are already in the ledger
+    except BaseException as exc:
+        # killed, cancelled or a fatal LLM error: stop the other workers now; finished pairs are in the ledger
         for fut in running:
             fut.cancel()
         await asyncio.gather(*running, return_exceptions=True)
-        run_dir.event("eval_interrupted", done=counter, total=total)
+        faults = _fault_summary(usage_before, usage)
+        if faults:
+            run_dir.event("llm_faults", roles=faults)
+        if _is_fatal(exc):
+            run_dir.event("eval_stopped", done=counter, total=total, kind=getattr(exc, "kind", ""), error=str(exc))
+        else:
+            run_dir.event("eval_interrupted", done=counter, total=total)
         raise
 
     task_results = [TaskResult(task_id=t.id, kind=t.kind, category=t.category, level=t.difficulty.level,
                                samples=[results[(t.id, s)] for s in range(samples)]) for t in tasks]
     report = build_report(task_results, samples=samples, strict=strict, run_dir=str(run_dir.path),
                           elapsed_s=time.monotonic() - t0)
+    report.llm_faults = _fault_summary(usage_before, usage)
+    if usage is not None:
+        run_dir.event("llm_faults", roles=report.llm_faults)
     run_dir.write_json("results.json", report.model_dump(mode="json"))
     run_dir.write_report(render_report_md(report))
     run_dir.event("eval_finished", n_tasks=len(tasks), solved_now=report.n_solved_now, resumed=report.n_resumed,

@@ -17,10 +17,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 from math import comb
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from worldsmith.core.grading import Outcome, dabench_accuracies
+from worldsmith.core.runs import batch_status
 from worldsmith.core.schemas import utcnow
 
 NO_CATEGORY = "(none)"
@@ -81,6 +83,9 @@ class EvalReport(BaseModel):
     tasks: list[TaskResult] = Field(default_factory=list)
     n_solved_now: int = 0
     n_resumed: int = 0
+    llm_faults: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per role: faults retried and calls given up on, by kind, and empty "
+        "completions, during this run (llm.accounting.fault_summary).")
     elapsed_s: float = 0.0
     created_at: datetime = Field(default_factory=utcnow)
 
@@ -194,6 +199,11 @@ def _denominators_table(rows: dict[str, Metrics]) -> list[str]:
     return out
 
 
+def format_kinds(counts: dict[str, int], none: str = "0") -> str:
+    """Per-kind counts as one phrase, e.g. 'rate_limit 1, server 3' (the report and the eval summary)."""
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) or none
+
+
 def render_report_md(report: EvalReport) -> str:
     k = report.samples
     o = report.overall
@@ -203,6 +213,7 @@ def render_report_md(report: EvalReport) -> str:
         f"- tasks: {o.n_tasks}, samples per task: {k}, grading: {rule}",
         f"- solved in this run: {report.n_solved_now}, reused from a previous run: {report.n_resumed}, "
         f"solve errors: {o.n_errors}, elapsed: {report.elapsed_s:.1f} s",
+        f"- status: {batch_status(o.n_errors, o.n_tasks * k)}",
         f"- run directory: `{report.run_dir}`" if report.run_dir else "",
         "", "## Overall", "",
         *_metrics_table("set", {"all": o}, k),
@@ -221,6 +232,11 @@ def render_report_md(report: EvalReport) -> str:
         statuses = ", ".join(sorted({p.status for p in r.samples}))
         lines.append(f"| {_cell(r.task_id)} | {_cell(r.category or '')} | {r.level or ''} | "
                      f"{r.n_correct}/{len(r.samples)} | {_mean(p.score for p in r.samples):.2f} | {statuses} |")
+    if report.llm_faults:
+        lines += ["", "## LLM faults", "", "| role | retried | given up | empty completions |", "|---|---|---|---|"]
+        for role, f in sorted(report.llm_faults.items()):
+            lines.append(f"| {_cell(role)} | {format_kinds(f.get('retried', {}))} | {format_kinds(f.get('failed', {}))} | "
+                         f"{f.get('empty_completions', 0)} |")
     errors = [(r.task_id, p) for r in report.tasks for p in r.samples if p.error]
     if errors:
         lines += ["", "## Errors", ""]

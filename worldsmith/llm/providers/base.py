@@ -36,6 +36,10 @@ class Provider(ABC):
         raise LLMConfigError(f"{self.key_path(role, 'provider')}: provider {self.name!r} has no embeddings; use "
                              "'embedded' (model all-minilm-l6-v2, offline), 'openai' or 'scripted'")
 
+    async def aload(self, role: str) -> float:
+        """Load what the first request would otherwise load lazily; seconds spent (0.0: nothing to load)."""
+        return 0.0
+
     def check(self, role: str) -> None:
         """Validate what can be validated without a request (keys, packages, files). Raise on a problem."""
 

@@ -144,6 +144,18 @@ class EmbeddedProvider(Provider):
                 self._model = load_model(path, n_ctx, self.cfg.n_threads)
             return self._model
 
+    async def aload(self, role: str) -> float:
+        """Verify and load the model now (in a worker thread); the wall time, ~0 when it was already loaded."""
+        if self.cfg.model in EMBEDDING_MODELS:
+            def load() -> object:
+                return load_local_model(self.cfg.model, key=self.key_path(role, "model"))
+        else:
+            def load() -> object:
+                return self.model(role)
+        t0 = time.perf_counter()
+        await asyncio.to_thread(load)
+        return time.perf_counter() - t0
+
     def cache_identity(self) -> dict[str, Any]:
         spec = REGISTRY.get(self.cfg.model)
         return {"provider": self.name, "model": self.cfg.model, "sha256": spec.sha256 if spec else None}

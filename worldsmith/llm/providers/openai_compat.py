@@ -8,6 +8,7 @@ prompt-only JSON when the server rejects the format with a 400; the fallback is 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import threading
@@ -17,7 +18,8 @@ from urllib.parse import urlparse
 
 import openai
 
-from worldsmith.llm.errors import LLMConfigError, LLMRequestError, LLMUnavailableError, TransientError
+from worldsmith.llm.errors import (LLMAuthError, LLMConfigError, LLMRequestError, LLMUnavailableError,
+                                   TransientError)
 from worldsmith.llm.providers.base import Provider
 from worldsmith.llm.retry import parse_retry_after
 from worldsmith.llm.structured import is_strict_compatible
@@ -27,6 +29,18 @@ _MODES = ("json_schema", "json_object", "none")
 _FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|schema|structured|guided|grammar", re.I)
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 LOCAL_PLACEHOLDER_KEY = "EMPTY"
+_BODY_SHOWN = 200  # characters of a malformed body quoted in the error
+
+
+def env_var_of(key: str) -> str:
+    """The WORLDSMITH_* variable that sets a settings key: llm.default.api_key -> WORLDSMITH_LLM__DEFAULT__API_KEY."""
+    return "WORLDSMITH_" + key.upper().replace(".", "__")
+
+
+def _shown(body: object) -> str:
+    text = body if isinstance(body, str) else repr(body)
+    text = " ".join(text.split())
+    return repr(text[:_BODY_SHOWN] + ("…" if len(text) > _BODY_SHOWN else "")) if text else "an empty body"
 
 
 def is_local_url(url: str | None) -> bool:
@@ -70,6 +84,18 @@ class OpenAIProvider(Provider):
 
     def check(self, role: str) -> None:
         self.api_key(role)
+
+    def key_source(self, role: str) -> str:
+        """Where the key that was sent came from, for a 401/403 message."""
+        cfg = self.cfg
+        if cfg.api_key is not None and cfg.api_key.get_secret_value():
+            key = self.key_path(role, "api_key")
+            return f"the key sent was {key} (config file, --set, or {env_var_of(key)})"
+        if cfg.api_key_env:
+            return f"the key sent was read from ${cfg.api_key_env} (named by {self.key_path(role, 'api_key_env')})"
+        key = self.key_path(role, "api_key")
+        return (f"no API key is configured, so the placeholder {LOCAL_PLACEHOLDER_KEY!r} was sent; set {key} "
+                f"({env_var_of(key)}) or {self.key_path(role, 'api_key_env')} (e.g. OPENAI_API_KEY)")
 
     def describe(self) -> str:
         return self.cfg.base_url or "the openai SDK default endpoint"
@@ -138,21 +164,36 @@ class OpenAIProvider(Provider):
         client = self._async_client(req.role)
         for mode in self._modes(req):
             try:
-                return self._parse(await client.chat.completions.create(**self._kwargs(req, mode)))
+                resp = await client.chat.completions.create(**self._kwargs(req, mode))
+            except json.JSONDecodeError as exc:  # HTTP 200 whose body is not JSON (a proxy page, a cut body)
+                raise self._invalid(f"a body that is not JSON: {_shown(exc.doc)}") from None
             except openai.BadRequestError as exc:
                 if not self._downgrade(mode, exc):
                     raise self._map(exc, req.role) from None
             except openai.APIError as exc:
                 raise self._map(exc, req.role) from None
+            else:
+                return self._parse(resp)
         raise AssertionError("unreachable: the last structured mode never downgrades")
 
+    def _invalid(self, what: str) -> TransientError:
+        """A malformed HTTP 200 is a server fault like a 5xx: retried, then reported with what came back."""
+        return TransientError(f"{self.describe()} answered HTTP 200 with {what} (model {self.cfg.model!r})",
+                              kind="invalid_body")
+
     def _parse(self, resp: Any) -> RawCompletion:
+        if isinstance(resp, (str, bytes)):  # a non-JSON content type: the SDK hands back the text
+            raise self._invalid(f"a body that is not JSON: {_shown(resp)}")
         if not getattr(resp, "choices", None):
-            raise LLMRequestError(f"{self.describe()} returned no choices for model {self.cfg.model!r}")
+            raise self._invalid(f"no choices: {_shown(_dump(resp))}")
         choice = resp.choices[0]
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
+        if content is None:  # "" is a (recorded) empty completion; null content is a broken body
+            raise self._invalid(f"no message content: {_shown(_dump(resp))}")
         usage = resp.usage
         return RawCompletion(
-            text=choice.message.content or "",
+            text=content,
             finish_reason=choice.finish_reason or "stop",
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
@@ -165,6 +206,8 @@ class OpenAIProvider(Provider):
         client = self._async_client(role)
         try:
             resp = await client.embeddings.create(model=self.cfg.model, input=texts, encoding_format="float")
+        except json.JSONDecodeError as exc:
+            raise self._invalid(f"a body that is not JSON: {_shown(exc.doc)}") from None
         except openai.APIError as exc:
             raise self._map(exc, role) from None
         data = sorted(resp.data or [], key=lambda d: d.index)
@@ -194,8 +237,8 @@ class OpenAIProvider(Provider):
             return TransientError(f"{where} failed with HTTP {status}: {detail}", kind="server",
                                   retry_after=parse_retry_after(exc.response.headers))
         if status in (401, 403):
-            return LLMConfigError(f"{self.key_path(role, 'api_key_env')}: {where} rejected the API key "
-                                  f"(HTTP {status}: {detail})")
+            return LLMAuthError(f"role {role!r}: {where} rejected the API key (HTTP {status}: {detail}); "
+                                f"{self.key_source(role)}", role=role, endpoint=where)
         if status == 404:
             return LLMUnavailableError(
                 f"{self.key_path(role, 'model')}: model {self.cfg.model!r} not found at {where} (HTTP 404: {detail}); "
@@ -215,6 +258,13 @@ def _token_ids(choice: Any) -> list[int] | None:
     """vLLM returns the generated ids on the choice when the request has ``return_token_ids`` (extra_body)."""
     ids = getattr(choice, "token_ids", None)
     return [int(i) for i in ids] if isinstance(ids, list) else None
+
+
+def _dump(resp: Any) -> str:
+    try:
+        return json.dumps(resp.model_dump(exclude_none=True))
+    except (AttributeError, TypeError, ValueError):
+        return repr(resp)
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:
