@@ -35,6 +35,9 @@ from worldsmith.training.sft_data import IGNORE_INDEX, SFTExample, conversation,
 if TYPE_CHECKING:
     from datasets import Dataset
 
+#: Task-id prefixes of benchmark questions (training/dabench.py names its tasks so): refused even when the eval run
+#: that produced them no longer points at the benchmark folder.
+BENCHMARK_ID_PREFIXES = ("dabench-",)
 COLUMNS = ("input_ids", "completion_mask", "labels", "trajectory_id", "task_id", "group", "label", "n_tokens",
            "n_trained")
 
@@ -122,7 +125,7 @@ def accept(traj: Trajectory, meta: TaskMeta | None = None, *, skip_void: bool = 
     """None when the trajectory may train, else the reason it may not (a key of `DataStats.rejected`)."""
     from worldsmith.training.evaluate import primary_grade  # evaluate pulls in graders: only when asked
 
-    if meta is not None and meta.source == "benchmark":
+    if (meta is not None and meta.source == "benchmark") or traj.task_id.startswith(BENCHMARK_ID_PREFIXES):
         return "benchmark task (evaluation only)"
     if meta is not None and meta.split in ("test", "dev"):
         return f"task in the {meta.split} split"
