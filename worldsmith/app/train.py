@@ -10,6 +10,7 @@ history.json, summary.json, report.md and checkpoint/.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,8 @@ def _run_dir(settings: Settings, out: Path | None, config: dict[str, Any]) -> Ru
     return RunDir.create("train-sft", out.parent, config=config, name=out.name)
 
 
-def sft_from_paths(settings: Settings, req: SFTRequest) -> dict[str, Any]:
+def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[int, int], None] | None = None
+                   ) -> dict[str, Any]:
     """Build the dataset from `req.data`, fine-tune `req.model`, write the run directory; return its summary."""
     from worldsmith.agents.analyst import system_prompt
     from worldsmith.training.data import DataConfig, build_sft_dataset, collection_meta, load_trajectories
@@ -79,7 +81,7 @@ def sft_from_paths(settings: Settings, req: SFTRequest) -> dict[str, Any]:
     try:
         model, tokenizer = load_student(req.model, models_dir=models_dir, seed=req.seed)
         result = train_sft(data, model, tokenizer, run_config, run, model_name=req.model,
-                           max_length=req.max_tokens)
+                           max_length=req.max_tokens, progress=progress)
     except BaseException as exc:
         run.finish(status="failed", error=f"{type(exc).__name__}: {exc}")
         raise

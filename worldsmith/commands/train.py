@@ -7,10 +7,12 @@ gets `register_train(train_app)` called, and adds its verbs to the same group.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from worldsmith.commands.common import EXIT_USAGE, STATE, console, emit_json, fail, friendly_errors
 
@@ -31,6 +33,20 @@ def build_train_app() -> typer.Typer:
             continue
         module.register_train(train_app)
     return train_app
+
+
+def step_reporter(label: str, show: bool) -> tuple[Progress, Callable[[int, int], None]]:
+    """A rich bar on a terminal; in a log file or pipe a line every ~5% of the steps; nothing when not `show`."""
+    progress = Progress(TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, disable=not show or not console.is_terminal)
+    bar = progress.add_task(label, total=None)
+
+    def on_step(step: int, total: int) -> None:
+        if show and not console.is_terminal and (step == total or step % max(1, total // 20) == 0):
+            console.print(f"{label} step {step}/{total}", highlight=False)
+        progress.update(bar, completed=step, total=total)
+
+    return progress, on_step
 
 
 def register(app: typer.Typer) -> None:
@@ -65,9 +81,10 @@ def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run di
     req = SFTRequest(data=list(data), model=model, out=out, tasks=list(tasks or []), epochs=epochs, lr=lr, lora=lora,
                      max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum, max_tokens=max_tokens,
                      overflow=overflow, validation_fraction=validation, seed=seed)
+    progress, on_step = step_reporter("sft", show=not json_out)
     with friendly_errors(ValueError, FileNotFoundError, FileExistsError, ArtifactError, ImportError, RuntimeError,
-                         LLMError):
-        summary = sft_from_paths(STATE.settings(), req)
+                         LLMError), progress:
+        summary = sft_from_paths(STATE.settings(), req, progress=on_step)
     if json_out:
         emit_json(summary)
         return

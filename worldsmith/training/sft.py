@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from worldsmith.training.data import SFTData, rejected_summary
 from worldsmith.training.models import GGUF_EXPORT_HINT
 from worldsmith.training.report import last_value, plot_curves, table
 
+#: ``progress(step, total_steps)`` after each optimizer step.
+Progress = Callable[[int, int], None]
 CURVES = ("loss", "eval_loss", "learning_rate", "grad_norm", "mean_token_accuracy", "entropy")
 
 
@@ -98,7 +101,8 @@ def sft_config(config: SFTRunConfig, output_dir: Path, *, has_validation: bool, 
                      weight_decay=config.weight_decay, max_grad_norm=config.max_grad_norm, seed=config.seed,
                      data_seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
                      eval_strategy="epoch" if has_validation else "no", max_length=max_length,
-                     bf16=_use_bf16(config), packing=False, dataset_num_proc=None)
+                     bf16=_use_bf16(config), packing=False, dataset_num_proc=None,
+                     disable_tqdm=True)  # progress goes through `progress`; stdout stays free for --json
 
 
 def lora_config(config: SFTRunConfig) -> Any:
@@ -108,7 +112,7 @@ def lora_config(config: SFTRunConfig) -> Any:
                       target_modules="all-linear", task_type="CAUSAL_LM")
 
 
-def _event_callback(run: RunDir) -> Any:
+def _event_callback(run: RunDir, progress: Progress | None) -> Any:
     from transformers import TrainerCallback
 
     class ToEvents(TrainerCallback):
@@ -119,18 +123,25 @@ def _event_callback(run: RunDir) -> Any:
                 run.event("sft_log", step=state.global_step, **{k: v for k, v in logs.items()
                                                                 if isinstance(v, (int, float, str))})
 
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if progress is not None:
+                progress(state.global_step, state.max_steps)
+
     return ToEvents()
 
 
 def build_trainer(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, output_dir: Path,
                   *, callbacks: list[Any] | None = None, max_length: int | None = None) -> Any:
     """The configured SFTTrainer (exposed for tests and for the RL trainer's cold start)."""
+    from transformers import PrinterCallback
     from trl import SFTTrainer
 
     args = sft_config(config, output_dir, has_validation=data.validation is not None, max_length=max_length)
-    return SFTTrainer(model=model, args=args, train_dataset=data.train, eval_dataset=data.validation,
-                      processing_class=tokenizer, peft_config=lora_config(config) if config.lora else None,
-                      callbacks=callbacks)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=data.train, eval_dataset=data.validation,
+                         processing_class=tokenizer, peft_config=lora_config(config) if config.lora else None,
+                         callbacks=callbacks)
+    trainer.remove_callback(PrinterCallback)  # it prints every log dict to stdout; the events log keeps them
+    return trainer
 
 
 def save_checkpoint(trainer: Any, tokenizer: Any, path: Path) -> Path:
@@ -150,11 +161,11 @@ def save_checkpoint(trainer: Any, tokenizer: Any, path: Path) -> Path:
 
 
 def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, run: RunDir, *,
-              model_name: str = "", max_length: int | None = None) -> SFTResult:
+              model_name: str = "", max_length: int | None = None, progress: Progress | None = None) -> SFTResult:
     """Train, then write curves, history, report and checkpoint into `run`. Raises RuntimeError when the loss is
     not finite (the checkpoint is not saved then)."""
     run.event("sft_started", model=model_name, config=asdict(config), data=data.stats.to_dict())
-    trainer = build_trainer(data, model, tokenizer, config, run.path / "trainer", callbacks=[_event_callback(run)],
+    trainer = build_trainer(data, model, tokenizer, config, run.path / "trainer", callbacks=[_event_callback(run, progress)],
                             max_length=max_length)
     t0 = time.monotonic()
     output = trainer.train()

@@ -116,7 +116,7 @@ class HFProvider(Provider):
                 kw["top_p"] = req.top_p
         stops = [s for s in req.stop if s]
         if stops:
-            kw.update(stop_strings=stops, tokenizer=tok)
+            kw["stopping_criteria"] = [_StopOnText(tok, stops, ids["input_ids"].shape[1])]
         kw.update({k: v for k, v in req.extra_body.items() if k in ("top_k", "min_p", "repetition_penalty")})
         with torch.random.fork_rng(devices=[]), torch.inference_mode():
             if req.seed is not None:
@@ -128,6 +128,23 @@ class HFProvider(Provider):
         finish = "stop" if stopped or (new and new[-1] in eos) or len(new) < req.max_tokens else "length"
         return RawCompletion(text=text, finish_reason=finish, prompt_tokens=int(ids["input_ids"].shape[1]),
                              completion_tokens=len(new), model=self.cfg.model, token_ids=new)
+
+
+class _StopOnText:
+    """Stop once the generated text (never the prompt: transformers' own `stop_strings` also match across the
+    prompt's tail) contains a stop sequence. Decoding only a window of recent tokens keeps each step cheap."""
+
+    def __init__(self, tokenizer: Any, stops: list[str], prompt_len: int) -> None:
+        self.tokenizer, self.stops, self.prompt_len = tokenizer, stops, prompt_len
+        self.window = max(len(s) for s in stops) + 8  # every token decodes to at least one character, or nothing
+
+    def __call__(self, input_ids: Any, scores: Any, **kw: Any) -> Any:
+        import torch
+
+        new = input_ids[0, self.prompt_len:]
+        text = self.tokenizer.decode(new[-self.window:].tolist(), skip_special_tokens=True)
+        done = any(s in text for s in self.stops)
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
 
 def _as_list(v: Any) -> list[Any]:
