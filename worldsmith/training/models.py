@@ -61,12 +61,16 @@ def tiny_model(tokenizer: Any, *, seed: int = 0, hidden_size: int = 32, layers: 
 
 def _embedded_gguf(name: str, models_dir: Path | None) -> Path | None:
     """The verified GGUF of an embedded registry name, or None when `name` is not one."""
+    from worldsmith.core.config import Settings
     from worldsmith.llm.models import REGISTRY, ensure_model
 
     spec = REGISTRY.get(name)
     if spec is None:
         return None
-    return ensure_model(spec, models_dir or Path.home() / ".worldsmith" / "models")
+    if models_dir is None:  # the configured default, as the embedded provider would use
+        settings = Settings()
+        models_dir = settings.llm.resolved_models_dir(settings.home)
+    return ensure_model(spec, models_dir)
 
 
 def load_tokenizer(name_or_path: str, *, models_dir: Path | None = None) -> Any:
@@ -84,7 +88,7 @@ def load_tokenizer(name_or_path: str, *, models_dir: Path | None = None) -> Any:
 def load_student(name_or_path: str, *, models_dir: Path | None = None, seed: int = 0) -> tuple[Any, Any]:
     """(model, tokenizer) for "tiny", an embedded registry name (its GGUF) or a Hugging Face path / id.
     `models_dir`: where the embedded models are assembled (the LLM config's models dir)."""
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, GgufConfig
 
     if name_or_path == TINY:
         tok = tiny_tokenizer()
@@ -92,7 +96,11 @@ def load_student(name_or_path: str, *, models_dir: Path | None = None, seed: int
     gguf = _embedded_gguf(name_or_path, models_dir)
     if gguf is not None:
         try:
-            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            # dequantize=True: plain dense float32 weights, which the Trainer accepts (a model loaded with a GGUF
+            # quantizer attached counts as "purely quantized" and may not be fine-tuned without adapters)
+            model = AutoModelForCausalLM.from_pretrained(
+                str(gguf.parent), gguf_file=gguf.name,
+                quantization_config=GgufConfig(gguf_file=gguf.name, dequantize=True))
         except ImportError as exc:
             raise ImportError(f"loading {name_or_path} from {gguf.name} needs the gguf package: "
                               "pip install 'worldsmith[train]'") from exc

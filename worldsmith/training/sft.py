@@ -170,6 +170,7 @@ def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, r
     t0 = time.monotonic()
     output = trainer.train()
     elapsed = time.monotonic() - t0
+    _remove_if_empty(run.path / "trainer")  # TRL's output_dir; nothing is saved there with save_strategy="no"
     history = list(trainer.state.log_history)
     run.write_json("history.json", history)
     plot_curves(history, run.path / "curves.png", keys=[k for k in CURVES if last_value(history, k) is not None],
@@ -192,6 +193,11 @@ def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, r
     run.write_report(render_report(summary, checkpoint))
     run.event("sft_finished", **{k: v for k, v in summary.items() if k != "model"})
     return SFTResult(run_dir=run.path, checkpoint=checkpoint, history=history, summary=summary)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def render_report(summary: dict[str, Any], checkpoint: Path | None) -> str:
