@@ -54,6 +54,10 @@ def load_checkpoint(path: str) -> LoadedCheckpoint:
                 model = AutoModelForCausalLM.from_pretrained(path).eval()
             except (OSError, ValueError) as exc:
                 raise LLMUnavailableError(f"the hf provider could not load {path}: {exc}") from None
+            import torch
+
+            if torch.cuda.is_available():  # a student evaluated on a GPU machine generates there
+                model = model.to("cuda")
             loaded = _LOADED[key] = LoadedCheckpoint(model, tokenizer, threading.Lock(), time.perf_counter() - t0)
         return loaded
 
