@@ -43,6 +43,8 @@ def complete(p: HFProvider, **kw) -> object:
 def test_greedy_generation_is_deterministic_and_bounded_by_max_tokens(checkpoint: Path) -> None:
     p = provider(str(checkpoint))
     p.check("agent")
+    assert asyncio.run(p.aload("agent")) >= 0.0  # loaded once, shared afterwards
+    assert asyncio.run(p.aload("agent")) < 0.5
     a, b = complete(p), complete(p)
     assert a.text == b.text and a.token_ids == b.token_ids
     # a random model rarely ends its turn within 12 tokens; when it runs out it says so

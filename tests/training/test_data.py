@@ -56,6 +56,7 @@ def _check_golden(row, tokenizer) -> None:
     assert spans == GOLDEN_TRAINED
     assert tokenizer.decode(row["input_ids"]) == GOLDEN_WHOLE
     assert row["n_trained"] == sum(row["completion_mask"]) and row["n_tokens"] == len(row["input_ids"])
+    assert row["has_void"] is True  # small_trajectory's fifth message is a void turn (masked, but flagged for RL)
     assert [lab for lab, m in zip(row["labels"], row["completion_mask"]) if m] == \
         [t for t, m in zip(row["input_ids"], row["completion_mask"]) if m]
     assert all(lab == -100 for lab, m in zip(row["labels"], row["completion_mask"]) if not m)
@@ -100,7 +101,7 @@ def test_which_trajectories_train() -> None:
 def test_dedup_length_limits_and_the_counts(tok) -> None:
     trajs = [oracle(1), oracle(1).model_copy(update={"id": "again"}), oracle(2), passed(small_trajectory(), ok=False)]
     data = build_sft_dataset(trajs, tok, config=DataConfig(validation_fraction=0))
-    assert data.train["trajectory_id"] == ["o1", "o2"]
+    assert data.train["trajectory_id"] == ["o1", "o2"] and data.train["has_void"] == [False, False]
     s = data.stats
     assert (s.loaded, s.duplicates, s.rejected, s.train) == (4, 1, {"failed its grade": 1}, 2)
 
@@ -175,3 +176,13 @@ def test_load_from_a_collection_an_eval_run_and_a_folder(tmp_path: Path, tok) ->
     assert [t.id for t in trajs] == ["o3"] and meta == {}
     with pytest.raises(FileNotFoundError, match="not a folder"):
         load_source(tmp_path / "nowhere")
+
+
+def test_a_dataset_saves_and_loads_back(tmp_path: Path, tok) -> None:
+    from datasets import load_from_disk
+
+    data = build_sft_dataset([oracle(i, group=f"g{i}") for i in range(4)], tok, config=DataConfig(validation_fraction=0.5))
+    out = data.save(tmp_path / "sft")
+    assert load_from_disk(str(out / "train"))["input_ids"] == data.train["input_ids"]
+    assert load_from_disk(str(out / "validation")).num_rows == data.validation.num_rows == 2
+    assert json.loads((out / "stats.json").read_text())["validation_groups"] == 2

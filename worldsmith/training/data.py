@@ -2,7 +2,8 @@
 
     trajs, tasks = load_trajectories(["runs/20261130-eval-ab12", "tasks/worlds"])
     data = build_sft_dataset(trajs, tokenizer, tasks=tasks, config=DataConfig(max_tokens=4096))
-    data.train  # columns: input_ids, completion_mask, labels, trajectory_id, task_id, group, label, n_tokens, n_trained
+    data.train  # columns: input_ids, completion_mask, labels, trajectory_id, task_id, group, label, n_tokens, n_trained,
+                #          has_void (the trajectory had a void turn: masked here; the RL trainer drops it entirely)
 
 Which trajectories train (`accept`): a sampled one whose primary grade passed, and engine-written oracle / reference
 solutions; chat threads, failed or ungraded samples never do. Tasks of a collection's test/dev split and benchmark
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 #: that produced them no longer points at the benchmark folder.
 BENCHMARK_ID_PREFIXES = ("dabench-",)
 COLUMNS = ("input_ids", "completion_mask", "labels", "trajectory_id", "task_id", "group", "label", "n_tokens",
-           "n_trained")
+           "n_trained", "has_void")
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,11 @@ class SFTData:
 # --------------------------------------------------------------------------------------------- acceptance
 
 
+def has_void(traj: Trajectory) -> bool:
+    """A void turn in its steps or its recorded conversation (the last call's messages and reply)."""
+    return traj.has_void_turn or any(m.source == "model_void" for m in traj.messages())
+
+
 def accept(traj: Trajectory, meta: TaskMeta | None = None, *, skip_void: bool = False) -> str | None:
     """None when the trajectory may train, else the reason it may not (a key of `DataStats.rejected`)."""
     from worldsmith.training.evaluate import primary_grade  # evaluate pulls in graders: only when asked
@@ -139,7 +145,7 @@ def accept(traj: Trajectory, meta: TaskMeta | None = None, *, skip_void: bool = 
             return "not graded"
         if not grade.passed:
             return "failed its grade"
-    if skip_void and (traj.has_void_turn or any(m.source == "model_void" for m in traj.messages())):
+    if skip_void and has_void(traj):
         return "has a void turn"
     return None
 
@@ -252,7 +258,7 @@ def split_groups(groups: Iterable[str], fraction: float, seed: int) -> set[str]:
 def _row(traj: Trajectory, ex: SFTExample, group: str) -> dict[str, Any]:
     return {"input_ids": ex.input_ids, "completion_mask": ex.loss_mask, "labels": ex.labels,
             "trajectory_id": traj.id, "task_id": traj.task_id, "group": group, "label": traj.label,
-            "n_tokens": len(ex.input_ids), "n_trained": sum(ex.loss_mask)}
+            "n_tokens": len(ex.input_ids), "n_trained": sum(ex.loss_mask), "has_void": has_void(traj)}
 
 
 def _fit(ex: SFTExample, config: DataConfig, stats: DataStats) -> SFTExample | None:
@@ -353,5 +359,5 @@ def rejected_summary(stats: DataStats) -> str:
 
 
 __all__ = ["COLUMNS", "DataConfig", "DataStats", "IGNORE_INDEX", "SFTData", "TaskMeta", "accept", "as_chat_tokenizer",
-           "build_rows", "build_sft_dataset", "collection_meta", "conversation_key", "group_of", "load_source",
+           "build_rows", "build_sft_dataset", "collection_meta", "conversation_key", "group_of", "has_void", "load_source",
            "load_trajectories", "rejected_summary", "split_groups", "trained_text"]

@@ -85,6 +85,12 @@ class HFProvider(Provider):
     def describe(self) -> str:
         return f"hf checkpoint {self.cfg.model!r}"
 
+    async def aload(self, role: str) -> float:
+        """Load the checkpoint now (in a worker thread); the wall time, ~0 when it was already loaded."""
+        t0 = time.perf_counter()
+        await asyncio.to_thread(load_checkpoint, self.cfg.model)
+        return time.perf_counter() - t0
+
     def cache_identity(self) -> dict[str, Any]:
         # a re-trained checkpoint in the same folder must not hit old cache entries: key on the weights' mtime
         weights = sorted(Path(self.cfg.model).glob("*.safetensors")) if Path(self.cfg.model).is_dir() else []
