@@ -96,6 +96,9 @@ def test_which_trajectories_train() -> None:
     assert accept(oracle(1), TaskMeta(group="w", source="benchmark")) == "benchmark task (evaluation only)"
     assert accept(oracle(1, task="dabench-12")) == "benchmark task (evaluation only)"
     assert accept(passed(sampled), skip_void=True) == "has a void turn"
+    rounded = passed(sampled).model_copy(update={"final_answer": "@x[4.0001]", "graded_answer": "@x[4.0]"})
+    assert accept(rounded) == "graded after post-processing"
+    assert accept(passed(sampled).model_copy(update={"graded_answer": "@x[4]"})) is None  # post-processing changed nothing
 
 
 def test_dedup_length_limits_and_the_counts(tok) -> None:

@@ -5,8 +5,8 @@
     data.train  # columns: input_ids, completion_mask, labels, trajectory_id, task_id, group, label, n_tokens, n_trained,
                 #          has_void (the trajectory had a void turn: masked here; the RL trainer drops it entirely)
 
-Which trajectories train (`accept`): a sampled one whose primary grade passed, and engine-written oracle / reference
-solutions; chat threads, failed or ungraded samples never do. Tasks of a collection's test/dev split and benchmark
+Which trajectories train (`accept`): a sampled one whose primary grade passed on the model's own answer (not a
+post-processed one), and engine-written oracle / reference solutions; chat threads, failed or ungraded samples never do. Tasks of a collection's test/dev split and benchmark
 tasks (DABench is evaluation only) are refused whatever their label.
 
 The masks are `to_sft_example`'s (chat-template prefix diffs): `completion_mask[t] == 1` exactly where the model's own
@@ -145,6 +145,8 @@ def accept(traj: Trajectory, meta: TaskMeta | None = None, *, skip_void: bool = 
             return "not graded"
         if not grade.passed:
             return "failed its grade"
+        if traj.graded_answer is not None and traj.graded_answer != traj.final_answer:
+            return "graded after post-processing"  # the model's own answer, which would train, was not the one graded
     if skip_void and has_void(traj):
         return "has a void turn"
     return None
