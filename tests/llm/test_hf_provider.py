@@ -10,11 +10,11 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
 
-from worldsmith.llm import EndpointConfig, LLMConfigError, LLMRequestError  # noqa: E402
-from worldsmith.llm.providers import make_provider  # noqa: E402
-from worldsmith.llm.providers.hf import HFProvider, cut_at_stop  # noqa: E402
-from worldsmith.llm.types import ProviderRequest  # noqa: E402
-from worldsmith.training.models import tiny_model, tiny_tokenizer  # noqa: E402
+from worldsmith.llm import EndpointConfig, LLMConfigError, LLMRequestError
+from worldsmith.llm.providers import make_provider
+from worldsmith.llm.providers.hf import HFProvider, cut_at_stop
+from worldsmith.llm.types import ProviderRequest
+from worldsmith.training.models import tiny_model, tiny_tokenizer
 
 MESSAGES = [{"role": "system", "content": "You analyse data."}, {"role": "user", "content": "What is 2+2?"}]
 

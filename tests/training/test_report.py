@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worldsmith.training.report import curve_keys, last_value, plot_curves, series, table
+from worldsmith.training.report import (
+    curve_keys,
+    last_value,
+    plot_curves,
+    series,
+    table,
+)
 
 HISTORY = [{"loss": 2.0, "learning_rate": 1e-3, "step": 1, "epoch": 0.5},
            {"loss": 1.5, "grad_norm": float("nan"), "step": 2, "epoch": 1.0},

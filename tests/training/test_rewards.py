@@ -47,12 +47,18 @@ def test_missing_or_mismatched_answers_are_errors() -> None:
 
 # --------------------------------------------------------------------------------------------- DataMind composition
 
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
+import json
+from pathlib import Path
 
-from worldsmith.core.schemas import Criterion, Rubric  # noqa: E402
-from worldsmith.training.rewards import (MALFORMED_REWARD, datamind_reward, length_factor,  # noqa: E402
-                                         make_rubric_reward, rubric_reward, well_formed)
+from worldsmith.core.schemas import Criterion, Rubric
+from worldsmith.training.rewards import (
+    MALFORMED_REWARD,
+    datamind_reward,
+    length_factor,
+    make_rubric_reward,
+    rubric_reward,
+    well_formed,
+)
 
 GOLDEN = [json.loads(line) for line in (Path(__file__).with_name("rewards_golden.jsonl")).read_text().splitlines()]
 

@@ -14,16 +14,16 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-import torch  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
+import torch
+from typer.testing import CliRunner
 
-from tests.training.test_data import oracle, passed  # noqa: E402
-from tests.training.test_sft_data import small_trajectory  # noqa: E402
-from worldsmith.core.runs import RunDir  # noqa: E402
-from worldsmith.core.store import write_model  # noqa: E402
-from worldsmith.training.data import DataConfig, build_sft_dataset  # noqa: E402
-from worldsmith.training.models import tiny_model, tiny_tokenizer  # noqa: E402
-from worldsmith.training.sft import SFTRunConfig, build_trainer, train_sft  # noqa: E402
+from tests.training.test_data import oracle, passed
+from tests.training.test_sft_data import small_trajectory
+from worldsmith.core.runs import RunDir
+from worldsmith.core.store import write_model
+from worldsmith.training.data import DataConfig, build_sft_dataset
+from worldsmith.training.models import tiny_model, tiny_tokenizer
+from worldsmith.training.sft import SFTRunConfig, build_trainer, train_sft
 
 
 def test_the_loss_is_the_mean_nll_over_assistant_tokens_only(tmp_path: Path) -> None:

@@ -57,7 +57,12 @@ def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[i
                    ) -> dict[str, Any]:
     """Build the dataset from `req.data`, fine-tune `req.model`, write the run directory; return its summary."""
     from worldsmith.agents.analyst import system_prompt
-    from worldsmith.training.data import DataConfig, build_sft_dataset, collection_meta, load_trajectories
+    from worldsmith.training.data import (
+        DataConfig,
+        build_sft_dataset,
+        collection_meta,
+        load_trajectories,
+    )
     from worldsmith.training.models import load_student, load_tokenizer
     from worldsmith.training.sft import SFTRunConfig, train_sft
 

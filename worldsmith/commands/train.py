@@ -9,12 +9,25 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
-from worldsmith.commands.common import EXIT_USAGE, STATE, console, emit_json, fail, friendly_errors
+from worldsmith.commands.common import (
+    EXIT_USAGE,
+    STATE,
+    console,
+    emit_json,
+    fail,
+    friendly_errors,
+)
 
 #: Modules that add verbs to `worldsmith train` (skipped while they do not exist).
 EXTENSIONS = ("worldsmith.commands.train_rl",)
@@ -55,10 +68,10 @@ def register(app: typer.Typer) -> None:
 
 def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run dir, task collection (its oracle trajectories) or folder of trajectory JSON (repeatable).")],
             model: Annotated[str, typer.Option(help="Student: 'tiny', an embedded model name (smollm2-135m, qwen2.5-coder-0.5b) or a Hugging Face checkpoint path.")] = "smollm2-135m",
-            out: Annotated[Optional[Path], typer.Option(help="Run directory to create (default: runs/<stamp>-train-sft-…).")] = None,
-            tasks: Annotated[Optional[list[Path]], typer.Option("--tasks", help="Task collection giving groups and splits (repeatable).")] = None,
+            out: Annotated[Path | None, typer.Option(help="Run directory to create (default: runs/<stamp>-train-sft-…).")] = None,
+            tasks: Annotated[list[Path] | None, typer.Option("--tasks", help="Task collection giving groups and splits (repeatable).")] = None,
             epochs: Annotated[float, typer.Option(help="Cold-start epochs over the train split.")] = 1.0,
-            lr: Annotated[Optional[float], typer.Option(help="Peak learning rate (default 2e-5 full, 2e-4 LoRA).")] = None,
+            lr: Annotated[float | None, typer.Option(help="Peak learning rate (default 2e-5 full, 2e-4 LoRA).")] = None,
             lora: Annotated[bool, typer.Option("--lora/--full", help="LoRA adapters (merged on save) or full fine-tuning.")] = False,
             max_steps: Annotated[int, typer.Option(help="Stop after N optimizer steps (-1: run the epochs).")] = -1,
             batch_size: Annotated[int, typer.Option(help="Examples per micro-batch.")] = 1,

@@ -28,10 +28,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from worldsmith.core.store import ArtifactError, read_jsonl, read_model, sha256_json
 from worldsmith.core.schemas import Task, Trajectory
+from worldsmith.core.store import ArtifactError, read_jsonl, read_model, sha256_json
 from worldsmith.training.chat_tokenizers import ChatTokenizer, HFChatTokenizer
-from worldsmith.training.sft_data import IGNORE_INDEX, SFTExample, conversation, to_sft_example
+from worldsmith.training.sft_data import (
+    IGNORE_INDEX,
+    SFTExample,
+    conversation,
+    to_sft_example,
+)
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -129,7 +134,9 @@ def has_void(traj: Trajectory) -> bool:
 
 def accept(traj: Trajectory, meta: TaskMeta | None = None, *, skip_void: bool = False) -> str | None:
     """None when the trajectory may train, else the reason it may not (a key of `DataStats.rejected`)."""
-    from worldsmith.training.evaluate import primary_grade  # evaluate pulls in graders: only when asked
+    from worldsmith.training.evaluate import (
+        primary_grade,  # evaluate pulls in graders: only when asked
+    )
 
     if (meta is not None and meta.source == "benchmark") or traj.task_id.startswith(BENCHMARK_ID_PREFIXES):
         return "benchmark task (evaluation only)"
@@ -360,6 +367,24 @@ def rejected_summary(stats: DataStats) -> str:
     return ", ".join(parts) or "none"
 
 
-__all__ = ["COLUMNS", "DataConfig", "DataStats", "IGNORE_INDEX", "SFTData", "TaskMeta", "accept", "as_chat_tokenizer",
-           "build_rows", "build_sft_dataset", "collection_meta", "conversation_key", "group_of", "has_void", "load_source",
-           "load_trajectories", "rejected_summary", "split_groups", "trained_text"]
+__all__ = [
+    "COLUMNS",
+    "IGNORE_INDEX",
+    "DataConfig",
+    "DataStats",
+    "SFTData",
+    "TaskMeta",
+    "accept",
+    "as_chat_tokenizer",
+    "build_rows",
+    "build_sft_dataset",
+    "collection_meta",
+    "conversation_key",
+    "group_of",
+    "has_void",
+    "load_source",
+    "load_trajectories",
+    "rejected_summary",
+    "split_groups",
+    "trained_text",
+]

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from worldsmith.core.grading import extract_answers, grade
-from worldsmith.core.store import sha256_json
 from worldsmith.core.schemas import Rubric
+from worldsmith.core.store import sha256_json
 from worldsmith.tools.grammar import INTERP_CLOSE, INTERP_OPEN, GrammarError, parse_turn
 
 #: DataMind's constants: full credit up to SHORT tokens, falling linearly to FLOOR at LONG, FLOOR beyond.
@@ -178,7 +178,9 @@ def make_rubric_reward(llm: Any = None) -> Any:
     points (Rubric.score) of the items graded: numeric items from the text; with `llm` (a StructuredLLM), the rest
     by the judge, each (rubric, completion) judged once per reward function. Without a judge, items that need one
     are left out of the normalisation (as graders.grade_rubric does)."""
-    from worldsmith.training.graders import grade_rubric  # graders pull in the judge: only when asked
+    from worldsmith.training.graders import (
+        grade_rubric,  # graders pull in the judge: only when asked
+    )
 
     cache: dict[str, float] = {}
 

@@ -204,9 +204,9 @@ def render_report(summary: dict[str, Any], checkpoint: Path | None) -> str:
     parts = [f"# SFT run: {summary.get('model') or 'student'}", "", table(summary), "", "![curves](curves.png)", ""]
     if checkpoint is not None:
         parts += ["## Use the checkpoint", "",
-                  "- evaluate it with the same harness (the agent role on the checkpoint, judges unchanged): "
-                  f"`worldsmith --set llm.roles.agent.provider=hf --set llm.roles.agent.model={checkpoint} "
-                  "eval --tasks TASKS`",
+                  ("- evaluate it with the same harness (the agent role on the checkpoint, judges unchanged): "
+                   f"`worldsmith --set llm.roles.agent.provider=hf --set llm.roles.agent.model={checkpoint} "
+                   "eval --tasks TASKS`"),
                   f"- export to GGUF for the embedded provider: `{GGUF_EXPORT_HINT.replace('CHECKPOINT_DIR', str(checkpoint))}`",
                   ""]
     return "\n".join(parts)
