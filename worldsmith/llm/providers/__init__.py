@@ -14,6 +14,8 @@ def make_provider(cfg: EndpointConfig, *, key_path: KeyPath, models_dir: Path) -
         from worldsmith.llm.providers.embedded import EmbeddedProvider as cls
     elif cfg.provider == "openai":
         from worldsmith.llm.providers.openai_compat import OpenAIProvider as cls  # type: ignore[assignment]
+    elif cfg.provider == "hf":
+        from worldsmith.llm.providers.hf import HFProvider as cls  # type: ignore[assignment]
     elif cfg.provider == "scripted":
         from worldsmith.llm.providers.scripted import ScriptedProvider as cls  # type: ignore[assignment]
     else:  # unreachable: EndpointConfig validates the literal

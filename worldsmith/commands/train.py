@@ -1,0 +1,107 @@
+"""`worldsmith train <verb>`: fine-tune a student on what the project produced (services in worldsmith.app.train).
+
+The group is open for extension: a module listed in EXTENSIONS (e.g. `worldsmith.commands.train_rl`) that exists
+gets `register_train(train_app)` called, and adds its verbs to the same group.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from worldsmith.commands.common import (
+    EXIT_USAGE,
+    STATE,
+    console,
+    emit_json,
+    fail,
+    friendly_errors,
+)
+
+#: Modules that add verbs to `worldsmith train` (skipped while they do not exist).
+EXTENSIONS = ("worldsmith.commands.train_rl",)
+
+
+def build_train_app() -> typer.Typer:
+    train_app = typer.Typer(help="Train students (SFT, SFT+RL) on the project's trajectories and tasks.",
+                            no_args_is_help=True)
+    train_app.command("sft")(sft_cmd)
+    for name in EXTENSIONS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register_train(train_app)
+    return train_app
+
+
+def step_reporter(label: str, show: bool) -> tuple[Progress, Callable[[int, int], None]]:
+    """A rich bar on a terminal; in a log file or pipe a line every ~5% of the steps; nothing when not `show`."""
+    progress = Progress(TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, disable=not show or not console.is_terminal)
+    bar = progress.add_task(label, total=None)
+
+    def on_step(step: int, total: int) -> None:
+        if show and not console.is_terminal and (step == total or step % max(1, total // 20) == 0):
+            console.print(f"{label} step {step}/{total}", highlight=False)
+        progress.update(bar, completed=step, total=total)
+
+    return progress, on_step
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(build_train_app(), name="train")
+
+
+def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run dir, task collection (its oracle trajectories) or folder of trajectory JSON (repeatable).")],
+            model: Annotated[str, typer.Option(help="Student: 'tiny', an embedded model name (smollm2-135m, qwen2.5-coder-0.5b) or a Hugging Face checkpoint path.")] = "smollm2-135m",
+            out: Annotated[Path | None, typer.Option(help="Run directory to create (default: runs/<stamp>-train-sft-…).")] = None,
+            tasks: Annotated[list[Path] | None, typer.Option("--tasks", help="Task collection giving groups and splits (repeatable).")] = None,
+            epochs: Annotated[float, typer.Option(help="Cold-start epochs over the train split.")] = 1.0,
+            lr: Annotated[float | None, typer.Option(help="Peak learning rate (default 2e-5 full, 2e-4 LoRA).")] = None,
+            lora: Annotated[bool, typer.Option("--lora/--full", help="LoRA adapters (merged on save) or full fine-tuning.")] = False,
+            max_steps: Annotated[int, typer.Option(help="Stop after N optimizer steps (-1: run the epochs).")] = -1,
+            batch_size: Annotated[int, typer.Option(help="Examples per micro-batch.")] = 1,
+            grad_accum: Annotated[int, typer.Option(help="Micro-batches per optimizer step.")] = 1,
+            max_tokens: Annotated[int, typer.Option(help="Longest example in tokens.")] = 4096,
+            overflow: Annotated[str, typer.Option(help="Too-long examples: drop | truncate.")] = "drop",
+            validation: Annotated[float, typer.Option(help="Share of worlds/workspaces held out for validation.")] = 0.1,
+            seed: Annotated[int, typer.Option(help="Seed for the split, the tiny model and training.")] = 0,
+            json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
+    """Supervised fine-tuning: only the model's own valid turns train; writes curves, report and checkpoint."""
+    from worldsmith.app.train import SFTRequest, sft_from_paths
+    from worldsmith.core.store import ArtifactError
+    from worldsmith.llm import LLMError
+
+    for p in data:
+        if not p.exists():
+            fail(f"--data {p}: no such folder", code=EXIT_USAGE)
+    if overflow not in ("drop", "truncate"):
+        fail(f"--overflow must be drop or truncate, got {overflow!r}", code=EXIT_USAGE)
+    req = SFTRequest(data=list(data), model=model, out=out, tasks=list(tasks or []), epochs=epochs, lr=lr, lora=lora,
+                     max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum, max_tokens=max_tokens,
+                     overflow=overflow, validation_fraction=validation, seed=seed)
+    progress, on_step = step_reporter("sft", show=not json_out)
+    with friendly_errors(ValueError, FileNotFoundError, FileExistsError, ArtifactError, ImportError, RuntimeError,
+                         LLMError), progress:
+        summary = sft_from_paths(STATE.settings(), req, progress=on_step)
+    if json_out:
+        emit_json(summary)
+        return
+    console.print(f"SFT {model}: {summary['steps']} steps, loss {summary['final_loss']:.4f}, "
+                  f"{summary['data_train']} train / {summary['data_validation']} validation examples "
+                  f"(dropped: {summary['data_rejected']})", highlight=False)
+    console.print(f"report: {summary['report']}\ncheckpoint: {summary['checkpoint']}", highlight=False)
