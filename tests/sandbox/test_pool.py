@@ -41,5 +41,8 @@ def test_empty_pool_starts_sessions_on_demand(data_dir: Path) -> None:
             sb = await pool.acquire([data_dir / "sales.csv"])
             assert (await sb.list_files()) == ["sales.csv"]
             await pool.release(sb)
+            folder = await pool.acquire([data_dir])  # a folder input keeps its layout under its name
+            assert (await folder.list_files()) == [f"{data_dir.name}/sales.csv"]
+            await pool.release(folder)
 
     asyncio.run(main())

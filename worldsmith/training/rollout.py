@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -299,10 +300,12 @@ def rollout_output(rollouts: Sequence[Rollout]) -> dict[str, Any]:
 
 def rollout_reward(base: Callable[..., list[float]]) -> Callable[..., list[float]]:
     """A TRL reward function scoring the rollout's structured messages (assistant turns and interpreter output as
-    separate messages) rather than TRL's decoded completion text, with the model's own token count."""
+    separate messages) rather than TRL's decoded completion text; `answers` given as JSON text are decoded."""
 
     def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         messages = kwargs.pop("rollout_messages", None)
+        if kwargs.get("answers") is not None:  # the RL dataset stores each row's answers as JSON text
+            kwargs["answers"] = [json.loads(a) if isinstance(a, str) else a for a in kwargs["answers"]]
         return base(prompts, completions if messages is None else messages, **kwargs)
 
     reward.__name__ = getattr(base, "__name__", "reward")

@@ -65,7 +65,7 @@ class SandboxPool:
         return sb
 
     async def acquire(self, inputs: Sequence[Path] = ()) -> Sandbox:
-        """A started, unused session with `inputs` copied into its workspace by base name."""
+        """A started, unused session with `inputs` (files or folders) copied into its workspace by base name."""
         if self._closed:
             raise RuntimeError("SandboxPool is closed")
         await self.start()
@@ -81,8 +81,10 @@ class SandboxPool:
         if sb is None:
             sb = await self._new()
         try:
-            for path in inputs:
-                await sb.upload(Path(path), Path(path).name)
+            for path in map(Path, inputs):
+                files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+                for f in files:  # a folder input (e.g. memos/) keeps its layout under its own name
+                    await sb.upload(f, path.name if f == path else f"{path.name}/{f.relative_to(path).as_posix()}")
         except BaseException:
             await sb.close()
             raise
