@@ -1,0 +1,47 @@
+"""`worldsmith train rl` end to end on the tiny model: a one-task collection, one step, a run directory with the
+report and a checkpoint. Needs TRAIN-SFT's `train` group and model loader (worldsmith.training.models)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("worldsmith.training.models")
+pytest.importorskip("worldsmith.commands.train")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from worldsmith.cli import app  # noqa: E402
+from worldsmith.core.schemas import AnswerSpec, Provenance, Task  # noqa: E402
+from worldsmith.core.taskpkg import TaskCollection, workspace_ref  # noqa: E402
+
+
+def test_train_rl_one_step_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "sales.csv").write_text("region,amount\nnorth,10\nsouth,20\n")
+    coll = TaskCollection(tmp_path / "coll")
+    coll.add(Task(id="t1", kind="closed_form", instruction="Total amount? Answer as @total[value].",
+                  workspace=workspace_ref(ws), answers=[AnswerSpec(name="total", value=30)],
+                  provenance=Provenance(source="manual")))
+    if not shutil.which("bwrap"):
+        monkeypatch.setenv("WORLDSMITH_SANDBOX__BACKEND", "process")
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["train", "rl", "--tasks", str(coll.root), "--model", "tiny", "--out", str(out),
+                                 "--max-steps", "1", "--prompts-per-step", "1", "--generations", "2",
+                                 "--max-turns", "1", "--max-new-tokens", "8", "--max-completion-tokens", "64",
+                                 "--reward", "closed-form", "--json"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output[r.output.index("{"):])
+    assert summary["steps"] == 1 and summary["tasks"] == 1
+    assert (out / "report.md").exists() and (out / "curves.png").exists()
+    assert (out / "checkpoint" / "config.json").exists()
+
+
+def test_train_rl_refuses_a_missing_collection(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["train", "rl", "--tasks", str(tmp_path / "nope")])
+    assert r.exit_code == 2
