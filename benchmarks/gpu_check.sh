@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # GPU check for the SFT+RL trainer: a few steps on a ~0.5B-shaped model, printing step time, tokens/s, peak memory.
 #
-# The GPU machine has Python 3.12, torch + CUDA, transformers, peft and accelerate, but no trl / datasets / pandas /
-# pyarrow and no network. Carry these wheels in build/gpu-wheels (git-ignored), fetched on a networked machine with:
+# The lent GPU machine (checked 2026-11-30: Python 3.12 in /opt/torch/.venv, torch 2.11, transformers 5.17, peft 0.21,
+# accelerate 1.15, pandas 3.0.6, pyarrow 25.0.1, huggingface-hub 1.33, fsspec 2026.7, xxhash, requests, psutil) lacks
+# trl, datasets, dill and multiprocess and has no network. Carry their wheels (1.8 MB) in build/gpu-wheels
+# (git-ignored), fetched on a networked machine with:
 #
 #   python -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-#     -d build/gpu-wheels trl==1.16.0 datasets==4.7.0 pyarrow==21.0.0 pandas==3.1.1 \
-#     python-dateutil==2.9.0.post0 six==1.17.0 dill==0.4.0 multiprocess==0.70.18 xxhash==4.1.0 fsspec==2026.2.0 \
-#     requests==2.32.5 urllib3==2.5.0 idna==3.10 charset-normalizer==3.4.3 certifi==2025.8.3 psutil==7.2.2
+#     -d build/gpu-wheels trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
 #
-# (56 MB; datasets 4.7 / pyarrow 21 rather than the newest because they fit the 64 MiB a device run may carry and
-# accept the huggingface-hub that transformers 5.x ships with.) Only the packages the machine cannot import are
+# A barer machine also needs pyarrow>=24 pandas python-dateutil xxhash fsspec requests psutil (add them to the list;
+# pyarrow alone is 55 MB of the 64 MiB a device run may carry). Only the packages the machine cannot import are
 # installed, into build/gpu-site (prepended to PYTHONPATH), so the machine's own packages are never replaced.
+# With the device tool: run(command="bash benchmarks/gpu_check.sh", carry=["build/gpu-wheels"]).
 #
 #   bash benchmarks/gpu_check.sh                       # cuda, 0.5B shape, 5 steps (about 2-3 minutes on one H200)
 #   bash benchmarks/gpu_check.sh --device cpu --tiny   # the CPU path, tiny model
