@@ -34,7 +34,7 @@ def test_train_rl_one_step_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest
     r = CliRunner().invoke(app, ["train", "rl", "--tasks", str(coll.root), "--model", "tiny", "--out", str(out),
                                  "--max-steps", "1", "--prompts-per-step", "1", "--generations", "2",
                                  "--max-turns", "1", "--max-new-tokens", "8", "--max-completion-tokens", "64",
-                                 "--reward", "closed-form", "--json"])
+                                 "--json"])  # the default reward: DataMind's composition
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output[r.output.index("{"):])
     assert summary["steps"] == 1 and summary["tasks"] == 1

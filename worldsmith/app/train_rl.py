@@ -10,6 +10,7 @@ history.json, curves.png, summary.json, report.md and checkpoint/.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,8 @@ def reward_functions(name: str) -> list[Any]:
     raise ValueError(f"--reward must be one of {', '.join(REWARDS)}, got {name!r}")
 
 
-def rl_from_paths(settings: Settings, req: RLRequest) -> dict[str, Any]:
+def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int, int], None] | None = None
+                  ) -> dict[str, Any]:
     """Build the RL rows (and experts), train `req.model` with SFT+RL, write the run directory; return its summary."""
     from worldsmith.core.taskpkg import TaskCollection, read_task_package
     from worldsmith.training.models import load_student, load_tokenizer
@@ -95,7 +97,7 @@ def rl_from_paths(settings: Settings, req: RLRequest) -> dict[str, Any]:
     run.write_json("data_stats.json", asdict(stats))
     try:
         model, tokenizer = load_student(req.model, models_dir=models_dir, seed=req.seed)
-        summary = train_rl(dataset, model, tokenizer, cfg, run, rewards, sandbox=settings.sandbox)
+        summary = train_rl(dataset, model, tokenizer, cfg, run, rewards, sandbox=settings.sandbox, progress=progress)
     except BaseException as exc:
         run.finish(status="failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -43,6 +43,7 @@ def rl_cmd(tasks: Annotated[list[Path], typer.Option("--tasks", help="Task colle
            json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
     """SFT+RL: γ·SFT + (1−γ)·DAPO over multi-turn sandboxed rollouts; writes curves, report and checkpoint."""
     from worldsmith.app.train_rl import REWARDS, RLRequest, rl_from_paths
+    from worldsmith.commands.train import step_reporter
     from worldsmith.core.store import ArtifactError
     from worldsmith.tools.sandbox import SandboxError
 
@@ -56,9 +57,10 @@ def rl_cmd(tasks: Annotated[list[Path], typer.Option("--tasks", help="Task colle
                     lora=lora, gspo=gspo, max_turns=max_turns, max_completion_tokens=max_tokens,
                     max_new_tokens=max_new_tokens, temperature=temperature, reward=reward, pool_size=pool,
                     max_tasks=max_tasks, seed=seed)
+    progress, on_step = step_reporter("rl", show=not json_out)
     with friendly_errors(ValueError, FileNotFoundError, FileExistsError, ArtifactError, ImportError, RuntimeError,
-                         SandboxError):
-        summary = rl_from_paths(STATE.settings(), req)
+                         SandboxError), progress:
+        summary = rl_from_paths(STATE.settings(), req, progress=on_step)
     if json_out:
         emit_json(summary)
         return

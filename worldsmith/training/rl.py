@@ -104,7 +104,8 @@ class SFTRLTrainer(GRPOTrainer):
         trained = output["completion_mask"] * output["tool_mask"]
         output["num_items_in_batch"] = self.accelerator.gather(trained.sum()).sum()
 
-        first_of_group = [i % group == 0 for i in range(n)]  # one expert example per prompt
+        offset = self.accelerator.process_index * n  # a group may straddle processes: count globally
+        first_of_group = [(offset + i) % group == 0 for i in range(n)]  # one expert example per prompt
         ids = [list(r.get(EXPERT_IDS) or []) if first else [] for r, first in zip(rows, first_of_group)]
         masks = [list(r.get(EXPERT_MASK) or []) if first else [] for r, first in zip(rows, first_of_group)]
         for i, (a, b) in enumerate(zip(ids, masks)):

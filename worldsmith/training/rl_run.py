@@ -20,6 +20,9 @@ from worldsmith.core.runs import RunDir
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.training.rollout import RolloutConfig, SandboxEnvironment, TurnGenerator, rollout_reward
 
+#: ``progress(step, total_steps)`` after each optimizer step.
+Progress = Callable[[int, int], None]
+
 #: (panel title, log keys drawn in it)
 CURVES = (("reward", ("reward",)), ("γ (SFT weight)", ("sft/gamma",)), ("losses", ("sft/loss", "rl/loss")),
           ("entropy", ("entropy",)), ("void rate / filtered groups", ("rl/void_rate", "rl/filtered_group_frac")))
@@ -60,7 +63,7 @@ def trainer_config(cfg: RLRunConfig, output_dir: Path) -> Any:
         gamma_schedule=cfg.gamma_schedule, mask_void=cfg.mask_void, filter_equal_groups=cfg.filter_equal_groups,
         importance_sampling_level="sequence" if cfg.gspo else "token", beta=cfg.beta, seed=cfg.seed,
         logging_steps=1, save_strategy="no", report_to=[], bf16=cfg.bf16, use_cpu=not _cuda(),
-        log_completions=False)
+        log_completions=False, disable_tqdm=True)  # progress goes through `progress`; stdout stays free for --json
 
 
 def lora_config(cfg: RLRunConfig) -> Any:
@@ -84,9 +87,9 @@ def build_trainer(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, ou
 
 def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: RunDir,
              reward_funcs: Sequence[Callable[..., list[float]]], *, sandbox: SandboxConfig | None = None,
-             generator: TurnGenerator | None = None) -> dict[str, Any]:
+             generator: TurnGenerator | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Train, then write history, curves, summary, report and checkpoint into `run`; returns the summary."""
-    from transformers import TrainerCallback
+    from transformers import PrinterCallback, TrainerCallback
 
     env = SandboxEnvironment(tokenizer, RolloutConfig(max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens,
                                                       pool_size=cfg.pool_size), sandbox, generator)
@@ -96,10 +99,15 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
             if logs:
                 run.event("step", step=state.global_step, **{k: v for k, v in logs.items() if _finite(v)})
 
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if progress is not None:
+                progress(state.global_step, state.max_steps)
+
     start = time.perf_counter()
     try:
         trainer = build_trainer(dataset, model, tokenizer, cfg, run.path / "trainer", reward_funcs, env)
         trainer.add_callback(_Events())
+        trainer.remove_callback(PrinterCallback)  # it prints every log dict to stdout; events.jsonl keeps them
         trainer.train()
     finally:
         env.close()
