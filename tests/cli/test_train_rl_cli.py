@@ -16,7 +16,8 @@ pytest.importorskip("worldsmith.commands.train")
 from typer.testing import CliRunner  # noqa: E402
 
 from worldsmith.cli import app  # noqa: E402
-from worldsmith.core.schemas import AnswerSpec, Provenance, Task  # noqa: E402
+from worldsmith.core.schemas import Action, AnswerSpec, Provenance, Step, Task, Trajectory  # noqa: E402
+from worldsmith.core.store import write_model  # noqa: E402
 from worldsmith.core.taskpkg import TaskCollection, workspace_ref  # noqa: E402
 
 
@@ -28,16 +29,22 @@ def test_train_rl_one_step_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest
     coll.add(Task(id="t1", kind="closed_form", instruction="Total amount? Answer as @total[value].",
                   workspace=workspace_ref(ws), answers=[AnswerSpec(name="total", value=30)],
                   provenance=Provenance(source="manual")))
+    oracle = Trajectory(id="o1", task_id="t1", model="engine", label="oracle", user_prompt="Total amount?",
+                        steps=[Step(index=0, thought="sum the amounts", action=Action(kind="answer", content="@total[30]"))],
+                        final_answer="@total[30]", status="answered")
+    write_model(tmp_path / "oracles" / "o1.json", oracle)
     if not shutil.which("bwrap"):
         monkeypatch.setenv("WORLDSMITH_SANDBOX__BACKEND", "process")
     out = tmp_path / "run"
-    r = CliRunner().invoke(app, ["train", "rl", "--tasks", str(coll.root), "--model", "tiny", "--out", str(out),
+    r = CliRunner().invoke(app, ["train", "rl", "--tasks", str(coll.root), "--data", str(tmp_path / "oracles"),
+                                 "--model", "tiny", "--out", str(out),
                                  "--max-steps", "1", "--prompts-per-step", "1", "--generations", "2",
                                  "--max-turns", "1", "--max-new-tokens", "8", "--max-completion-tokens", "64",
                                  "--json"])  # the default reward: DataMind's composition
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output[r.output.index("{"):])
-    assert summary["steps"] == 1 and summary["tasks"] == 1
+    assert summary["steps"] == 1 and summary["tasks"] == 1 and summary["with_expert"] == 1
+    assert summary["final_sft_loss"] > 0  # the oracle trained through the SFT term
     assert (out / "report.md").exists() and (out / "curves.png").exists()
     assert (out / "checkpoint" / "config.json").exists()
 

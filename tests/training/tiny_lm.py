@@ -1,5 +1,8 @@
 """A tiny chat model for trainer tests, built offline: a byte-level tokenizer (256 byte tokens + ChatML specials, no
-merges) and a 2-layer, hidden-32 Qwen2 with random weights (fixed seed)."""
+merges) and a 2-layer, hidden-32 Qwen2 with random weights (fixed seed).
+
+worldsmith.training.models (the SFT branch) provides the same two functions; they are used when present, and the
+definitions below are only the fallback for a checkout without that module (delete them once it is merged)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }
 SPECIALS = ["<|im_start|>", "<|im_end|>", "<|pad|>"]
 
 
-def tiny_tokenizer() -> Any:
+def _tiny_tokenizer() -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from tokenizers.pre_tokenizers import ByteLevel
     from transformers import PreTrainedTokenizerFast
@@ -26,7 +29,7 @@ def tiny_tokenizer() -> Any:
     return fast
 
 
-def tiny_model(tokenizer: Any, seed: int = 0) -> Any:
+def _tiny_model(tokenizer: Any, seed: int = 0) -> Any:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -36,3 +39,9 @@ def tiny_model(tokenizer: Any, seed: int = 0) -> Any:
                       pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
                       bos_token_id=None, tie_word_embeddings=True)
     return Qwen2ForCausalLM(cfg)
+
+
+try:
+    from worldsmith.training.models import tiny_model, tiny_tokenizer
+except ImportError:
+    tiny_model, tiny_tokenizer = _tiny_model, _tiny_tokenizer

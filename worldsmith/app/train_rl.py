@@ -71,7 +71,7 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
     """Build the RL rows (and experts), train `req.model` with SFT+RL, write the run directory; return its summary."""
     from worldsmith.core.taskpkg import TaskCollection, read_task_package
     from worldsmith.training.models import load_student, load_tokenizer
-    from worldsmith.training.rl_data import expert_index, rl_dataset, rl_rows
+    from worldsmith.training.rl_data import rl_dataset, rl_rows
     from worldsmith.training.rl_run import RLRunConfig, train_rl
 
     if not req.tasks:
@@ -109,6 +109,7 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
 def _experts(paths: list[Path], tokenizer: Any) -> dict[str, tuple[list[int], list[int]]]:
     from worldsmith.agents.analyst import system_prompt
     from worldsmith.training.data import DataConfig, build_sft_dataset, load_trajectories
+    from worldsmith.training.rl_data import expert_index
 
     trajectories, meta = load_trajectories(paths, system_prompt=system_prompt())
     data = build_sft_dataset(trajectories, tokenizer, tasks=meta, config=DataConfig(validation_fraction=0.0))

@@ -32,7 +32,7 @@ from worldsmith.agents.analyst import PRELUDE, observation_text, void_feedback
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
                                       to_chat_roles)
-from worldsmith.tools.sandbox import Sandbox, SandboxPool, open_sandbox
+from worldsmith.tools.sandbox import Sandbox, SandboxError, SandboxPool, open_sandbox
 
 T = TypeVar("T")
 _SENTINEL = "\u00a7ASSISTANT-TURN\u00a7"
@@ -270,7 +270,7 @@ class SandboxEnvironment:
     async def _close(session: concurrent.futures.Future[Sandbox]) -> None:
         try:
             sb = await asyncio.wrap_future(session)
-        except Exception:  # it never opened: the error was raised to the rollout already
+        except (SandboxError, OSError, ValueError):  # it never opened: the rollout raised that error already
             return
         await sb.close()
 

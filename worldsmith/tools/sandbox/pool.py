@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from worldsmith.core.sandbox_config import SandboxConfig
-from worldsmith.tools.sandbox.base import Sandbox
+from worldsmith.tools.sandbox.base import Sandbox, SandboxError
 
 
 class SandboxPool:
@@ -76,7 +76,7 @@ class SandboxPool:
             self._refill()
             try:
                 sb = await task
-            except Exception:  # a failed warm start: fall through to a direct start, which raises the real error
+            except (SandboxError, OSError):  # a failed warm start: a direct start below raises the real error
                 sb = None
         if sb is None:
             sb = await self._new()
