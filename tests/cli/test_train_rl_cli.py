@@ -47,6 +47,11 @@ def test_train_rl_one_step_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest
     assert summary["final_sft_loss"] > 0  # the oracle trained through the SFT term
     assert (out / "report.md").exists() and (out / "curves.png").exists()
     assert (out / "checkpoint" / "config.json").exists()
+    [step] = json.loads((out / "history.json").read_text())
+    for key in ("rewards/datamind_reward/mean", "rewards/closed_form_reward/mean", "rewards/well_formed_reward/mean"):
+        assert key in step  # DataMind's reward trains; its components are logged at weight 0
+    assert step["rewards/well_formed_reward/mean"] == 0.0  # a random model writes no valid turn
+    assert step["reward"] == step["rewards/datamind_reward/mean"]
 
 
 def test_train_rl_refuses_a_missing_collection(tmp_path: Path) -> None:

@@ -90,6 +90,7 @@ def test_turn_and_token_limits(env, sales_csv: Path) -> None:  # noqa: ANN001
     many = _scripted(tok, [[CODE_TURN] * 10])
     [r] = e.run([_prompt("A: loop")], [[sales_csv]], many, 4096)
     assert r.turns == 4 and r.cells == 3 and r.answer is None  # no cell after the last turn
+    assert [m["role"] for m in r.messages] == ["assistant", "interpreter"] * 3 + ["assistant"]
     short = _scripted(tok, [[CODE_TURN] * 10])
     [r] = e.run([_prompt("A: loop")], [[sales_csv]], short, 40)
     assert len(r.completion_ids) == 40 and r.truncated and r.cells == 0

@@ -56,14 +56,25 @@ def _run_dir(settings: Settings, out: Path | None, config: dict[str, Any]) -> Ru
     return RunDir.create("train-rl", out.parent, config=config, name=out.name)
 
 
-def reward_functions(name: str) -> list[Any]:
+def reward_functions(name: str) -> tuple[list[Any], list[float]]:
+    """The reward functions and their weights. DataMind's reward comes with its components at weight 0, so TRL logs
+    `rewards/closed_form_reward/*` (correctness) and `rewards/well_formed_reward/*` every step without training on
+    them."""
     from worldsmith.training import rewards
 
     if name == "closed-form":
-        return [rewards.closed_form_reward]
+        return [rewards.closed_form_reward], [1.0]
     if name == "datamind":
-        return [rewards.datamind_reward]
+        return [rewards.datamind_reward, rewards.closed_form_reward, well_formed_reward], [1.0, 0.0, 0.0]
     raise ValueError(f"--reward must be one of {', '.join(REWARDS)}, got {name!r}")
+
+
+def well_formed_reward(prompts: Any, completions: Any, **kwargs: Any) -> list[float]:
+    """1.0 when every assistant turn parses and the last answers every requested name (rewards.well_formed)."""
+    from worldsmith.training.rewards import well_formed
+
+    answers = kwargs.get("answers") or [[] for _ in completions]
+    return [float(well_formed(c, [str(a["name"]) for a in (spec or [])])) for c, spec in zip(completions, answers)]
 
 
 def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int, int], None] | None = None
@@ -76,12 +87,12 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
 
     if not req.tasks:
         raise ValueError("train rl: give at least one --tasks collection")
-    rewards = reward_functions(req.reward)
+    rewards, weights = reward_functions(req.reward)
     cfg = RLRunConfig(max_steps=req.max_steps, prompts_per_step=req.prompts_per_step,
                       num_generations=req.num_generations, grad_accum=req.grad_accum, lr=req.lr,
                       gamma_schedule=req.gamma, lora=req.lora, gspo=req.gspo, max_turns=req.max_turns,
                       max_completion_tokens=req.max_completion_tokens, max_new_tokens=req.max_new_tokens,
-                      temperature=req.temperature, pool_size=req.pool_size, seed=req.seed)
+                      temperature=req.temperature, pool_size=req.pool_size, reward_weights=weights, seed=req.seed)
     models_dir = settings.llm.resolved_models_dir(settings.home)
     tokenizer = load_tokenizer(req.model, models_dir=models_dir)
     experts = _experts(req.data, tokenizer) if req.data else {}

@@ -47,6 +47,7 @@ class RLRunConfig:
     mask_void: bool = True
     filter_equal_groups: bool = True
     pool_size: int = 0
+    reward_weights: list[float] | None = None  # one per reward function; weight 0 = logged only (a component)
     seed: int = 0
     bf16: bool = False
     save_checkpoint: bool = True
@@ -62,6 +63,7 @@ def trainer_config(cfg: RLRunConfig, output_dir: Path) -> Any:
         max_completion_length=cfg.max_completion_tokens, temperature=cfg.temperature,
         gamma_schedule=cfg.gamma_schedule, mask_void=cfg.mask_void, filter_equal_groups=cfg.filter_equal_groups,
         importance_sampling_level="sequence" if cfg.gspo else "token", beta=cfg.beta, seed=cfg.seed,
+        reward_weights=cfg.reward_weights,
         logging_steps=1, save_strategy="no", report_to=[], bf16=cfg.bf16, use_cpu=not _cuda(),
         log_completions=False, disable_tqdm=True)  # progress goes through `progress`; stdout stays free for --json
 

@@ -226,8 +226,8 @@ class SandboxEnvironment:
 
     def _continue(self, r: Rollout, message: str, budget: int, ready: list[int], i: int,
                   feedback: bool = False) -> None:
-        """Splice the in-between tokens (end of turn, `message`, next assistant header) and queue the next turn."""
-        r.messages.append({"role": "user" if feedback else "interpreter", "content": message})
+        """Splice the in-between tokens (end of turn, `message`, next assistant header) and queue the next turn; when
+        no turn or token is left for a reply, the message is not added (a rollout never ends on an unread message)."""
         ids = self.frame.between_turns(message)
         if self.frame.ended(r.completion_ids) and ids and ids[0] in self.frame.eos_ids:
             ids = ids[1:]  # the model closed its turn itself
@@ -235,6 +235,7 @@ class SandboxEnvironment:
         if len(ids) >= room or r.turns >= self.config.max_turns:
             r.truncated = r.truncated or len(ids) >= room
             return
+        r.messages.append({"role": "user" if feedback else "interpreter", "content": message})
         r.completion_ids += ids
         r.env_mask += [0] * len(ids)
         ready.append(i)
