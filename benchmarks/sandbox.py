@@ -5,6 +5,7 @@ a new Python process per cell (`python -c`), and a Jupyter kernel (jupyter_clien
 
     python benchmarks/sandbox.py            # full run (a few minutes on 2 cores)
     python benchmarks/sandbox.py --quick    # fewer repetitions
+    python benchmarks/sandbox.py --pool-only  # only: time to a ready session with and without SandboxPool
 
 Prints medians and ratios against the floor; targets from the sandbox brief are shown next to the figures.
 """
@@ -25,7 +26,7 @@ from typing import Any
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from worldsmith.tools.sandbox import SandboxConfig, open_sandbox  # noqa: E402
+from worldsmith.tools.sandbox import SandboxConfig, SandboxPool, open_sandbox  # noqa: E402
 
 GROUPBY_SETUP = ("import numpy as np, pandas as pd\nrng = np.random.default_rng(0)\n"
                  "df = pd.DataFrame({'k': rng.integers(0, 1000, 1_000_000), 'v': rng.random(1_000_000)})")
@@ -167,6 +168,36 @@ def jupyter_suite(reps: int, cells: int) -> dict[str, Any] | None:
     return {"cold": cold, "warm": warm, "groupby": gb, "rss": rss, "uss": uss}
 
 
+# ---- fresh sessions for rollouts: on demand vs a warm pool --------------------------------------------------
+async def ready_session_suite(backend: str, reps: int, input_file: Path) -> dict[str, list[float]]:
+    """Seconds from asking for a fresh session (with one input file) to having run `import pandas` in it: started on
+    demand, and handed out by a SandboxPool of `reps` warm sessions (a burst, as one RL step's rollouts ask)."""
+    cfg = SandboxConfig(backend=backend, timeout_s=120)  # type: ignore[arg-type]
+    cold = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        async with open_sandbox(cfg, inputs=[input_file]) as sb:
+            assert (await sb.run("import pandas")).ok
+            cold.append(time.perf_counter() - t)
+    warm = []
+    async with SandboxPool(cfg, size=reps) as pool:
+        await pool.wait_ready()
+        for _ in range(reps):
+            t = time.perf_counter()
+            sb = await pool.acquire([input_file])
+            assert (await sb.run("import pandas")).ok
+            warm.append(time.perf_counter() - t)
+            await pool.release(sb)
+    return {"on demand": cold, "pool": warm}
+
+
+def print_ready_sessions(results: dict[str, dict[str, list[float]]]) -> None:
+    for backend, res in results.items():
+        cold, warm = statistics.median(res["on demand"]), statistics.median(res["pool"])
+        print(f"fresh session ready with pandas ({backend:<7}): on demand {cold:6.3f} s, from the pool {warm:6.3f} s "
+              f"(median of {len(res['pool'])}; target <= 0.3 s)")
+
+
 # ---- report ----------------------------------------------------------------------------------------------
 def table(rows: dict[str, dict[str, Any]], floor: str) -> str:
     base = rows[floor]
@@ -203,8 +234,15 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--cells", type=int, default=300, help="warm cells per backend (>= 200 for p90)")
     parser.add_argument("--concurrency", type=int, nargs="*", default=[16, 32], help="concurrent session counts")
+    parser.add_argument("--pool-only", action="store_true", help="only the fresh-session (pool) measurement")
     args = parser.parse_args()
     logging.getLogger("worldsmith.tools.sandbox").setLevel(logging.ERROR)  # the floor's per-session warning
+    data = Path(__import__("tempfile").mkdtemp(prefix="bench-sandbox-")) / "sales.csv"
+    data.write_text("region,amount\n" + "".join(f"r{i % 7},{i}\n" for i in range(1000)))
+    ready = {b: await ready_session_suite(b, 3 if args.quick else 5, data) for b in ("local", "process")}
+    print_ready_sessions(ready)
+    if args.pool_only:
+        return
     reps, cells = (3, 200) if args.quick else (7, args.cells)
     print(f"workload: cold start x{reps}, {cells} warm cells, 1M-row groupby x{max(3, reps)}, concurrency "
           f"{args.concurrency}; {psutil.cpu_count()} CPUs; python {sys.version.split()[0]}")

@@ -19,10 +19,11 @@ from worldsmith.tools.sandbox.base import (ExecError, ExecResult, PathOutsideWor
                                            SandboxError, SandboxUnavailable, SyncSandbox, truncate_middle)
 from worldsmith.core.sandbox_config import Backend, Mode, SandboxConfig
 from worldsmith.tools.sandbox.precheck import PrecheckReport, precheck
+from worldsmith.tools.sandbox.pool import SandboxPool
 
 __all__ = [
     "Backend", "ExecError", "ExecResult", "Mode", "PathOutsideWorkspace", "PrecheckReport", "Sandbox",
-    "SandboxClosed", "SandboxConfig", "SandboxError", "SandboxUnavailable", "SyncSandbox", "open_sandbox",
+    "SandboxClosed", "SandboxConfig", "SandboxError", "SandboxPool", "SandboxUnavailable", "SyncSandbox", "open_sandbox",
     "precheck", "truncate_middle",
 ]
 

@@ -1,0 +1,179 @@
+"""Training throughput on CPU: seconds per optimizer step and tokens/s for SFT (TRL SFTTrainer) and SFT+RL
+(SFTRLTrainer over sandboxed rollouts), with the rollout time split into generation / sandbox / reward.
+
+    python benchmarks/train.py                 # the tiny model (2 layers, hidden 32), a few seconds a step
+    python benchmarks/train.py --model smollm2-135m --steps 4   # an embedded model (needs its GGUF; slow on CPU)
+
+Each figure is the median over the measured steps (the first step, which warms caches, is left out). RL rollouts
+play one scripted code turn first (so every rollout really runs a cell in its sandbox; a random model never writes
+one) and sample the later turns from the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+CODE = "<think>\nlook at the data\n</think>\n<code>\nimport pandas as pd\nprint(pd.read_csv('sales.csv').shape)\n</code>"
+ANSWER = "<think>\nread the shape\n</think>\n<answer>\n@rows[1000]\n</answer>"
+
+
+def load(model_name: str) -> tuple[Any, Any]:
+    if model_name == "tiny":
+        from tests.training.tiny_lm import tiny_model, tiny_tokenizer
+
+        tok = tiny_tokenizer()
+        return tiny_model(tok), tok
+    from worldsmith.training.models import load_student  # TRAIN-SFT's loader (GGUF or HF path)
+
+    return load_student(model_name)
+
+
+class StepClock:
+    """A TrainerCallback recording wall time per optimizer step."""
+
+    def __new__(cls) -> Any:
+        from transformers import TrainerCallback
+
+        class _Clock(TrainerCallback):  # type: ignore[misc]
+            def __init__(self) -> None:
+                self.times: list[float] = []
+                self._t = 0.0
+
+            def on_step_begin(self, *a: Any, **k: Any) -> None:
+                self._t = time.perf_counter()
+
+            def on_step_end(self, *a: Any, **k: Any) -> None:
+                self.times.append(time.perf_counter() - self._t)
+
+        return _Clock()
+
+
+def expert_rows(tok: Any, n: int) -> list[dict[str, Any]]:
+    rows = []
+    for i in range(n):
+        prompt = [{"role": "user", "content": f"How many rows does sales.csv have? (variant {i})"}]
+        msgs = prompt + [{"role": "assistant", "content": CODE}, {"role": "user", "content": "<interpreter>\n(1000, 2)\n</interpreter>"},
+                         {"role": "assistant", "content": ANSWER}]
+        ids = tok.encode(tok.apply_chat_template(msgs, tokenize=False), add_special_tokens=False)
+        head = len(tok.encode(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True),
+                              add_special_tokens=False))
+        rows.append({"prompt": prompt, "input_ids": ids, "completion_mask": [0] * head + [1] * (len(ids) - head)})
+    return rows
+
+
+def bench_sft(model_name: str, steps: int, batch: int, out: Path) -> dict[str, float]:
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    model, tok = load(model_name)
+    rows = expert_rows(tok, steps * batch)
+    ds = Dataset.from_list([{"input_ids": r["input_ids"], "completion_mask": r["completion_mask"]} for r in rows])
+    clock = StepClock()
+    trainer = SFTTrainer(model=model, processing_class=tok, train_dataset=ds, callbacks=[clock],
+                         args=SFTConfig(output_dir=str(out / "sft"), max_steps=steps, per_device_train_batch_size=batch,
+                                        report_to=[], save_strategy="no", use_cpu=True, logging_steps=1,
+                                        completion_only_loss=True))
+    trainer.train()
+    tokens = statistics.mean(len(r["input_ids"]) for r in rows) * batch
+    step_s = statistics.median(clock.times[1:] or clock.times)
+    return {"s/step": step_s, "tokens/s": tokens / step_s}
+
+
+def bench_rl(model_name: str, steps: int, prompts: int, generations: int, out: Path) -> dict[str, float]:
+    from datasets import Dataset
+
+    from worldsmith.core.runs import RunDir
+    from worldsmith.tools.sandbox import SandboxConfig
+    from worldsmith.training import rl_run
+    from worldsmith.training.rollout import hf_generate
+
+    model, tok = load(model_name)
+    data = out / "sales.csv"
+    data.write_text("region,amount\n" + "".join(f"r{i % 7},{i}\n" for i in range(1000)))
+    rows = [{"prompt": r["prompt"], "task_id": f"t{i}", "answers": json.dumps([{"name": "rows", "value": 1000}]),
+             "inputs": [str(data)], "expert_input_ids": r["input_ids"], "expert_completion_mask": r["completion_mask"]}
+            for i, r in enumerate(expert_rows(tok, prompts * steps))]
+    firsts = {tuple(tok.encode(tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True),
+                               add_special_tokens=False)) for r in rows}
+    code_ids = tok.encode(CODE, add_special_tokens=False) + [tok.eos_token_id]
+
+    def generate(contexts: list[list[int]]) -> list[list[int]]:
+        sampled = hf_generate(model, tok, contexts, max_new_tokens=32)
+        return [code_ids if tuple(c) in firsts else s for c, s in zip(contexts, sampled)]
+
+    reward_s: list[float] = []
+
+    def reward(prompts_: Any, completions: Any, **kw: Any) -> list[float]:
+        from worldsmith.training.rewards import closed_form_reward
+
+        t = time.perf_counter()
+        r = closed_form_reward(prompts_, completions, **kw)
+        reward_s.append(time.perf_counter() - t)
+        return [x + 0.01 * i for i, x in enumerate(r)]  # distinct rewards, so no group is filtered
+
+    clock = StepClock()
+    original = rl_run.build_trainer
+
+    def build_with_clock(*a: Any, **k: Any) -> Any:
+        trainer = original(*a, **k)
+        trainer.add_callback(clock)
+        return trainer
+
+    rl_run.build_trainer = build_with_clock  # type: ignore[assignment]
+    backend = "local" if shutil.which("bwrap") else "process"
+    cfg = rl_run.RLRunConfig(max_steps=steps, prompts_per_step=prompts, num_generations=generations, lr=1e-4,
+                             max_completion_tokens=512, max_new_tokens=32, max_turns=3, mask_void=False,
+                             save_checkpoint=False, pool_size=prompts * generations)
+    run = RunDir.create("bench-rl", out, config={})
+    try:
+        summary = rl_run.train_rl(Dataset.from_list(rows), model, tok, cfg, run, [reward],
+                                  sandbox=SandboxConfig(backend=backend, timeout_s=60), generator=generate)
+    finally:
+        rl_run.build_trainer = original  # type: ignore[assignment]
+    history = json.loads((run.path / "history.json").read_text())
+    step_s = statistics.median(clock.times[1:] or clock.times)
+    tokens = [h.get("num_tokens") for h in history if h.get("num_tokens") is not None]
+    per_step = statistics.median([b - a for a, b in zip([0.0] + tokens, tokens)][1:] or tokens)
+    n = max(summary["steps"], 1)
+    return {"s/step": step_s, "tokens/s": per_step / step_s,
+            "rollout generation s/step": summary["rollout_generation_s"] / n,
+            "rollout sandbox s/step (summed over sessions)": summary["rollout_sandbox_s"] / n,
+            "rollout wait on sandbox s/step": summary["rollout_sandbox_wait_s"] / n,
+            "reward s/step": sum(reward_s) / n}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="tiny", help="'tiny', an embedded model name or a checkpoint path")
+    parser.add_argument("--steps", type=int, default=4, help="optimizer steps per trainer (first one not measured)")
+    parser.add_argument("--prompts", type=int, default=2, help="RL: prompts per step")
+    parser.add_argument("--generations", type=int, default=4, help="RL: rollouts per prompt")
+    args = parser.parse_args()
+    import os
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    out = Path(tempfile.mkdtemp(prefix="bench-train-"))
+    try:
+        sft = bench_sft(args.model, args.steps, args.prompts * args.generations, out)
+        rl = bench_rl(args.model, args.steps, args.prompts, args.generations, out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    print(f"model {args.model}; {args.steps} steps each (median of the last {args.steps - 1}); "
+          f"RL: {args.prompts} prompts x {args.generations} rollouts a step, up to 3 turns")
+    for name, res in (("SFT", sft), ("SFT+RL", rl)):
+        for k, v in res.items():
+            print(f"  {name:<7} {k:<48} {v:10.3f}")
+
+
+if __name__ == "__main__":
+    main()

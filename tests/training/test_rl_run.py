@@ -1,0 +1,71 @@
+"""A 3-step SFT+RL run on the tiny model: real rollouts (first turn scripted code through a real sandbox, later turns
+sampled from the model), a scripted reward; the run directory gets history, curves, summary, report, checkpoint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from worldsmith.core.runs import RunDir  # noqa: E402
+from worldsmith.tools.sandbox import SandboxConfig  # noqa: E402
+from worldsmith.training.rl_run import RLRunConfig, train_rl  # noqa: E402
+from worldsmith.training.rollout import hf_generate  # noqa: E402
+
+from tests.training.tiny_lm import tiny_model, tiny_tokenizer  # noqa: E402
+
+CODE = "<think>\nlook\n</think>\n<code>\nprint(open('sales.csv').read().count('north'))\n</code>"
+
+
+def test_three_step_sft_rl_run(tmp_path: Path, sales_csv: Path) -> None:
+    from datasets import Dataset
+
+    tok = tiny_tokenizer()
+    model = tiny_model(tok)
+    before = [p.detach().clone() for p in model.parameters()]
+    prompts = [[{"role": "user", "content": f"How many north rows? ({i})"}] for i in range(2)]
+    expert = prompts[0] + [{"role": "assistant", "content": "<think>\ncount\n</think>\n<answer>\n@n[1]\n</answer>"}]
+    text = tok.apply_chat_template(expert, tokenize=False)
+    ids = tok.encode(text, add_special_tokens=False)
+    n_prompt = len(tok.encode(tok.apply_chat_template(prompts[0], tokenize=False, add_generation_prompt=True),
+                              add_special_tokens=False))
+    rows = [{"prompt": p, "task_id": f"t{i}", "answers": json.dumps([{"name": "n", "value": 1}]),
+             "inputs": [str(sales_csv)], "expert_input_ids": ids if i == 0 else [],
+             "expert_completion_mask": ([0] * n_prompt + [1] * (len(ids) - n_prompt)) if i == 0 else []}
+            for i, p in enumerate(prompts)]
+    firsts = {tuple(tok.encode(tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True),
+                               add_special_tokens=False)) for p in prompts}
+
+    def generate(contexts):  # noqa: ANN001, ANN202 - first turn scripted code, then the model itself
+        sampled = hf_generate(model, tok, contexts, max_new_tokens=12)
+        return [tok.encode(CODE, add_special_tokens=False) + [tok.eos_token_id] if tuple(c) in firsts else s
+                for c, s in zip(contexts, sampled)]
+
+    def scripted_reward(prompts, completions, **kw):  # noqa: ANN001, ANN202
+        return [float(len(json.dumps(c)) % 7) for c in completions]
+
+    run = RunDir.create("train-rl", tmp_path, config={})
+    backend = "local" if shutil.which("bwrap") else "process"
+    cfg = RLRunConfig(max_steps=3, prompts_per_step=2, num_generations=2, lr=1e-2, max_completion_tokens=400,
+                      max_new_tokens=12, max_turns=2, mask_void=False)
+    summary = train_rl(Dataset.from_list(rows), model, tok, cfg, run, [scripted_reward],
+                       sandbox=SandboxConfig(backend=backend, preload=[], timeout_s=20), generator=generate)
+
+    assert summary["steps"] == 3
+    history = json.loads((run.path / "history.json").read_text())
+    assert len(history) == 3
+    gammas = [h["sft/gamma"] for h in history]
+    assert gammas[0] == pytest.approx(0.9) and gammas[-1] == pytest.approx(0.05)  # cosine over 3 steps
+    for key in ("reward", "rl/loss", "entropy", "rl/void_rate", "rl/filtered_group_frac", "rollout/cells"):
+        assert all(key in h for h in history), key
+    assert any("sft/loss" in h for h in history)  # the expert's prompt came up (2 prompts a step, 1 with an expert)
+    assert summary["rollout_sandbox_s"] > 0
+    assert (run.path / "curves.png").stat().st_size > 1000
+    assert "| step | reward | γ |" in (run.path / "report.md").read_text()
+    assert (Path(summary["checkpoint"]) / "config.json").exists()
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))

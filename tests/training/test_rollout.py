@@ -1,0 +1,108 @@
+"""Rollout environment: scripted turns through a real sandbox session; the env mask keeps interpreter and template
+tokens out of training; void turns, answers, turn and token limits."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from worldsmith.tools.sandbox import SandboxConfig  # noqa: E402
+from worldsmith.training.rollout import RolloutConfig, SandboxEnvironment, rollout_output, rollout_reward  # noqa: E402
+
+from tests.training.tiny_lm import tiny_tokenizer  # noqa: E402
+
+BACKEND = "local" if shutil.which("bwrap") else "process"
+CODE_TURN = "<think>\ncount rows\n</think>\n<code>\nprint(len(open('sales.csv').read().splitlines()))\n</code>"
+ANSWER_TURN = "<think>\n4 lines\n</think>\n<answer>\n@rows[3]\n</answer>"
+
+
+def _scripted(tok, turns_by_rollout):  # noqa: ANN001, ANN202
+    """A generator that plays fixed turns per rollout, ending each with EOS (as a model that closes its turn).
+    A rollout is recognised by its prompt: the first context it is called with."""
+    prompts: list[list[int]] = []
+    progress = [0] * len(turns_by_rollout)
+
+    def generate(contexts):  # noqa: ANN001, ANN202
+        out = []
+        for ctx in contexts:
+            i = next((k for k, p in enumerate(prompts) if ctx[:len(p)] == p), None)
+            if i is None:
+                prompts.append(list(ctx))
+                i = len(prompts) - 1
+            text = turns_by_rollout[i][progress[i]]
+            progress[i] += 1
+            out.append(tok.encode(text, add_special_tokens=False) + [tok.eos_token_id])
+        return out
+
+    return generate
+
+
+@pytest.fixture
+def env():  # noqa: ANN201
+    tok = tiny_tokenizer()
+    e = SandboxEnvironment(tok, RolloutConfig(max_turns=4, cell_timeout_s=20),
+                           SandboxConfig(backend=BACKEND, preload=[], timeout_s=20))  # type: ignore[arg-type]
+    yield tok, e
+    e.close()
+
+
+def _prompt(q: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "analyst"}, {"role": "user", "content": q}]
+
+
+def test_code_runs_in_a_sandbox_and_interpreter_tokens_never_train(env, sales_csv: Path) -> None:  # noqa: ANN001
+    tok, e = env
+    gen = _scripted(tok, [[CODE_TURN, ANSWER_TURN]])
+    [r] = e.run([_prompt("A: how many lines?")], [[sales_csv]], gen, 4096)
+    assert [m["role"] for m in r.messages] == ["assistant", "interpreter", "assistant"]
+    assert "<interpreter>" in r.messages[1]["content"] and "\n4\n" in r.messages[1]["content"]  # header + 3 rows
+    assert r.answer == "@rows[3]" and not r.void and r.turns == 2 and r.cells == 1
+    trained = tok.decode([t for t, m in zip(r.completion_ids, r.env_mask) if m])
+    untrained = tok.decode([t for t, m in zip(r.completion_ids, r.env_mask) if not m])
+    assert trained == CODE_TURN + "<|im_end|>" + ANSWER_TURN + "<|im_end|>"
+    assert untrained == "\n<|im_start|>user\n" + r.messages[1]["content"] + "<|im_end|>\n<|im_start|>assistant\n"
+    # the whole sequence is what the chat template renders for the same conversation
+    full = tok.decode(r.prompt_ids + r.completion_ids)
+    assert full == tok.apply_chat_template(_prompt("A: how many lines?") + [
+        {"role": "assistant", "content": CODE_TURN}, {"role": "user", "content": r.messages[1]["content"]},
+        {"role": "assistant", "content": ANSWER_TURN}], tokenize=False).rstrip("\n")
+    assert e.last_timings.generation_s >= 0 and e.last_timings.sandbox_s > 0
+
+
+def test_void_turn_gets_feedback_and_marks_the_rollout(env, sales_csv: Path) -> None:  # noqa: ANN001
+    tok, e = env
+    gen = _scripted(tok, [["I think the answer is 3.", ANSWER_TURN], [ANSWER_TURN]])
+    void, clean = e.run([_prompt("A: q"), _prompt("B: q")], [[sales_csv], [sales_csv]], gen, 4096)
+    assert void.void and void.messages[1]["role"] == "user" and void.answer == "@rows[3]"
+    assert not clean.void and clean.turns == 1 and clean.cells == 0
+    out = rollout_output([void, clean])
+    assert out["void"] == [True, False]
+    assert out["answer_tokens"] == [sum(void.env_mask), sum(clean.env_mask)]
+    assert all(len(c) == len(m) for c, m in zip(out["completion_ids"], out["env_mask"]))
+
+
+def test_turn_and_token_limits(env, sales_csv: Path) -> None:  # noqa: ANN001
+    tok, e = env
+    many = _scripted(tok, [[CODE_TURN] * 10])
+    [r] = e.run([_prompt("A: loop")], [[sales_csv]], many, 4096)
+    assert r.turns == 4 and r.cells == 3 and r.answer is None  # no cell after the last turn
+    assert [m["role"] for m in r.messages] == ["assistant", "interpreter"] * 3 + ["assistant"]
+    short = _scripted(tok, [[CODE_TURN] * 10])
+    [r] = e.run([_prompt("A: loop")], [[sales_csv]], short, 40)
+    assert len(r.completion_ids) == 40 and r.truncated and r.cells == 0
+
+
+def test_rewards_read_the_structured_rollout() -> None:
+    seen = {}
+
+    def base(prompts, completions, **kw):  # noqa: ANN001, ANN202
+        seen.update(completions=completions, kw=kw)
+        return [1.0]
+
+    msgs = [[{"role": "assistant", "content": ANSWER_TURN}]]
+    assert rollout_reward(base)(["p"], ["flattened text"], rollout_messages=msgs, answers=[[]]) == [1.0]
+    assert seen["completions"] == msgs and "rollout_messages" not in seen["kw"]

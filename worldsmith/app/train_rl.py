@@ -1,0 +1,127 @@
+"""`worldsmith train rl`: SFT+RL on a task collection's closed-form train tasks (service; the CLI is a thin layer).
+
+    summary = rl_from_paths(settings, RLRequest(tasks=[Path("tasks/worlds")], data=[Path("tasks/worlds")],
+                                                model="runs/…-train-sft-…/checkpoint", max_steps=20))
+
+Order: tokenizer → expert examples (`--data`: the SFT dataset builder over trajectories; one per task feeds the SFT
+term) → RL rows (`--tasks`) → model → training. The run directory holds config.json, events.jsonl, data_stats.json,
+history.json, curves.png, summary.json, report.md and checkpoint/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worldsmith.core.config import Settings
+from worldsmith.core.runs import RunDir
+
+REWARDS = ("datamind", "closed-form")
+
+
+@dataclass(frozen=True)
+class RLRequest:
+    tasks: list[Path]
+    """Task collections whose closed-form train tasks are rolled out."""
+    data: list[Path] = field(default_factory=list)
+    """Expert trajectories for the SFT term: eval runs, task collections (oracles) or folders (as `train sft`)."""
+    model: str = "tiny"
+    """'tiny', an embedded model name, or a checkpoint path (e.g. the one `train sft` saved)."""
+    out: Path | None = None
+    max_steps: int = 20
+    prompts_per_step: int = 2
+    num_generations: int = 4
+    grad_accum: int = 1
+    lr: float = 1e-6
+    gamma: str = "cosine"
+    lora: bool = False
+    gspo: bool = False
+    max_turns: int = 10
+    max_completion_tokens: int = 2048
+    max_new_tokens: int = 512
+    temperature: float = 1.0
+    reward: str = "datamind"
+    pool_size: int = 0
+    max_tasks: int | None = None
+    seed: int = 0
+
+
+def _run_dir(settings: Settings, out: Path | None, config: dict[str, Any]) -> RunDir:
+    if out is None:
+        return RunDir.create("train-rl", settings.runs_dir, config=config)
+    if (out / "events.jsonl").exists():
+        raise FileExistsError(f"{out}: already a run directory; give a new --out folder")
+    return RunDir.create("train-rl", out.parent, config=config, name=out.name)
+
+
+def reward_functions(name: str) -> tuple[list[Any], list[float]]:
+    """The reward functions and their weights. DataMind's reward comes with its components at weight 0, so TRL logs
+    `rewards/closed_form_reward/*` (correctness) and `rewards/well_formed_reward/*` every step without training on
+    them."""
+    from worldsmith.training import rewards
+
+    if name == "closed-form":
+        return [rewards.closed_form_reward], [1.0]
+    if name == "datamind":
+        return [rewards.datamind_reward, rewards.closed_form_reward, well_formed_reward], [1.0, 0.0, 0.0]
+    raise ValueError(f"--reward must be one of {', '.join(REWARDS)}, got {name!r}")
+
+
+def well_formed_reward(prompts: Any, completions: Any, **kwargs: Any) -> list[float]:
+    """1.0 when every assistant turn parses and the last answers every requested name (rewards.well_formed)."""
+    from worldsmith.training.rewards import well_formed
+
+    answers = kwargs.get("answers") or [[] for _ in completions]
+    return [float(well_formed(c, [str(a["name"]) for a in (spec or [])])) for c, spec in zip(completions, answers)]
+
+
+def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int, int], None] | None = None
+                  ) -> dict[str, Any]:
+    """Build the RL rows (and experts), train `req.model` with SFT+RL, write the run directory; return its summary."""
+    from worldsmith.core.taskpkg import TaskCollection, read_task_package
+    from worldsmith.training.models import load_student, load_tokenizer
+    from worldsmith.training.rl_data import rl_dataset, rl_rows
+    from worldsmith.training.rl_run import RLRunConfig, train_rl
+
+    if not req.tasks:
+        raise ValueError("train rl: give at least one --tasks collection")
+    rewards, weights = reward_functions(req.reward)
+    cfg = RLRunConfig(max_steps=req.max_steps, prompts_per_step=req.prompts_per_step,
+                      num_generations=req.num_generations, grad_accum=req.grad_accum, lr=req.lr,
+                      gamma_schedule=req.gamma, lora=req.lora, gspo=req.gspo, max_turns=req.max_turns,
+                      max_completion_tokens=req.max_completion_tokens, max_new_tokens=req.max_new_tokens,
+                      temperature=req.temperature, pool_size=req.pool_size, reward_weights=weights, seed=req.seed)
+    models_dir = settings.llm.resolved_models_dir(settings.home)
+    tokenizer = load_tokenizer(req.model, models_dir=models_dir)
+    experts = _experts(req.data, tokenizer) if req.data else {}
+    # the index's split is authoritative (a package may predate assign_splits); test/dev never train
+    tasks = [read_task_package(Path(coll) / e.path) for coll in req.tasks for e in TaskCollection(coll).entries()
+             if e.split not in ("test", "dev")][:req.max_tasks]
+    rows, stats = rl_rows(tasks, experts)
+    dataset = rl_dataset(rows)
+    run = _run_dir(settings, req.out, {"request": {k: (str(v) if isinstance(v, Path) else
+                                                       [str(x) for x in v] if isinstance(v, list) else v)
+                                                   for k, v in asdict(req).items()},
+                                       "rl": asdict(cfg), "settings": settings.masked()})
+    run.write_json("data_stats.json", asdict(stats))
+    try:
+        model, tokenizer = load_student(req.model, models_dir=models_dir, seed=req.seed)
+        summary = train_rl(dataset, model, tokenizer, cfg, run, rewards, sandbox=settings.sandbox, progress=progress)
+    except BaseException as exc:
+        run.finish(status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    run.finish(status="ok", steps=summary["steps"], final_reward=summary["final_reward"])
+    return {"status": "ok", "run_dir": str(run.path), "report": str(run.path / "report.md"),
+            "tasks": stats.rows, "with_expert": stats.with_expert, **summary}
+
+
+def _experts(paths: list[Path], tokenizer: Any) -> dict[str, tuple[list[int], list[int]]]:
+    from worldsmith.agents.analyst import system_prompt
+    from worldsmith.training.data import DataConfig, build_sft_dataset, load_trajectories
+    from worldsmith.training.rl_data import expert_index
+
+    trajectories, meta = load_trajectories(paths, system_prompt=system_prompt())
+    data = build_sft_dataset(trajectories, tokenizer, tasks=meta, config=DataConfig(validation_fraction=0.0))
+    return expert_index(data.train)

@@ -1,0 +1,357 @@
+"""Multi-turn rollouts in the action grammar, each `<code>` run in its own sandbox session — TRL's `rollout_func`.
+
+One rollout is the analyst's loop (the same texts as inference: `agents.analyst`): the model writes a turn; a `<code>`
+turn runs in the rollout's sandbox and its output comes back as an interpreter message; a void turn gets the void
+feedback; an `<answer>` turn ends it; at most `max_turns` turns and `max_completion_length` completion tokens.
+
+Tokens: the completion is the model's sampled tokens (env mask 1) interleaved with what the chat template puts
+between turns — end of turn, the interpreter/feedback message, the next assistant header (env mask 0: these never
+train). The in-between tokens come from rendering the template on a sentinel conversation, not from string
+searches in the model's text.
+
+Asynchronous interaction (DataMind): cells run on a private event-loop thread while the model generates for the
+rollouts whose observations are already back, so sandbox time overlaps generation instead of adding to it.
+
+Why `rollout_func`, not TRL's `environment_factory`: the latter speaks JSON tool calls through the chat template's
+tool schema; our grammar is `<think>/<code>/<answer>` text, which SFT data and inference already use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import threading
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from worldsmith.agents.analyst import PRELUDE, observation_text, void_feedback
+from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
+                                      to_chat_roles)
+from worldsmith.tools.sandbox import Sandbox, SandboxError, SandboxPool, open_sandbox
+
+T = TypeVar("T")
+_SENTINEL = "\u00a7ASSISTANT-TURN\u00a7"
+
+
+class TurnGenerator(Protocol):
+    def __call__(self, contexts: list[list[int]]) -> list[list[int]]:
+        """For each token context, the new tokens of one assistant turn (ending with EOS or a stop sequence)."""
+
+
+@dataclass
+class RolloutConfig:
+    max_turns: int = 10
+    max_new_tokens: int = 512  # per turn
+    max_observation_chars: int = 2000
+    cell_timeout_s: float = 30.0
+    prelude: bool = True  # run the analyst's import prelude in each fresh session, as inference does
+    pool_size: int = 0  # warm sandbox sessions kept ready (0 = start each session on demand)
+
+
+@dataclass
+class Rollout:
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)  # 1 = sampled by the model (trains), 0 = environment
+    messages: list[dict[str, str]] = field(default_factory=list)  # assistant / interpreter / user(feedback)
+    void: bool = False  # some turn had no readable action
+    answer: str | None = None
+    turns: int = 0
+    truncated: bool = False  # stopped by the token budget
+    cells: int = 0
+
+    @property
+    def model_tokens(self) -> int:
+        return sum(self.env_mask)
+
+
+@dataclass
+class RolloutTimings:
+    generation_s: float = 0.0
+    sandbox_s: float = 0.0  # session starts + cells, summed over rollouts (they overlap)
+    sandbox_wait_s: float = 0.0  # time generation sat idle waiting for a cell: what the overlap could not hide
+
+    def add(self, other: RolloutTimings) -> None:
+        self.generation_s += other.generation_s
+        self.sandbox_s += other.sandbox_s
+        self.sandbox_wait_s += other.sandbox_wait_s
+
+
+class _LoopThread:
+    """An event loop in a daemon thread: sandbox sessions live on it across turns."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="rollout-sandboxes", daemon=True)
+        self.thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+class ChatFrame:
+    """Token pieces the chat template puts around turns, found by rendering a sentinel conversation."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        from worldsmith.training.chat_tokenizers import HFChatTokenizer
+
+        self.tok = tokenizer if hasattr(tokenizer, "render") else HFChatTokenizer(tokenizer)
+        eos = getattr(getattr(self.tok, "tokenizer", self.tok), "eos_token_id", None)
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+
+    def prompt_ids(self, prompt: Sequence[dict[str, str]]) -> list[int]:
+        return self.tok.encode(self.tok.render(to_chat_roles(list(prompt)), add_generation_prompt=True))
+
+    def between_turns(self, message: str) -> list[int]:
+        """Tokens from the end of an assistant turn's content to the start of the next one's, with `message` as the
+        user turn between (an interpreter message or feedback)."""
+        head = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _SENTINEL}]
+        before = self.tok.render(head, add_generation_prompt=False)
+        after = self.tok.render(head + [{"role": "user", "content": message}], add_generation_prompt=True)
+        if not after.startswith(before) or _SENTINEL not in before:
+            raise ValueError("the chat template does not render conversations prefix-stably (an assistant turn "
+                             "renders differently once a user turn follows it); rollouts cannot splice turns")
+        return self.tok.encode(before[before.rindex(_SENTINEL) + len(_SENTINEL):] + after[len(before):])
+
+    def ended(self, ids: Sequence[int]) -> bool:
+        return bool(ids) and ids[-1] in self.eos_ids
+
+
+class SandboxEnvironment:
+    """Runs batches of rollouts; as TRL's `rollout_func` it is called as `env(prompts, trainer)`.
+
+    Dataset rows (read from `trainer.current_rows`): `prompt` (system + user messages), `inputs` (paths of the
+    task's data files, copied or bound into the session); other columns (e.g. `answers`) go on to the rewards."""
+
+    def __init__(self, tokenizer: Any, config: RolloutConfig | None = None, sandbox: SandboxConfig | None = None,
+                 generator: TurnGenerator | None = None) -> None:
+        self.frame = ChatFrame(tokenizer)
+        self.config = config or RolloutConfig()
+        self.sandbox = sandbox or SandboxConfig()
+        self.generator = generator
+        self.timings = RolloutTimings()  # cumulative, for benchmarks and logs
+        self._loop: _LoopThread | None = None
+        self._pool: SandboxPool | None = None
+
+    # ---- TRL entry point -------------------------------------------------------------------------------
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        rows = list(getattr(trainer, "current_rows", []) or [])
+        if len(rows) != len(prompts):
+            raise ValueError(f"rollout: {len(prompts)} prompts but {len(rows)} dataset rows in trainer.current_rows "
+                             "(use SFTRLTrainer, which records the rows it rolls out)")
+        inputs = [[Path(p) for p in (r.get("inputs") or [])] for r in rows]
+        generate = self.generator or trainer_generator(trainer, self.config.max_new_tokens)
+        rollouts = self.run(prompts, inputs, generate, int(trainer.args.max_completion_length))
+        for name, value in (("rollout/turns", sum(r.turns for r in rollouts) / len(rollouts)),
+                            ("rollout/cells", sum(r.cells for r in rollouts) / len(rollouts))):
+            trainer._metrics["train" if trainer.model.training else "eval"][name].append(value)
+        return rollout_output(rollouts)
+
+    # ---- rollouts --------------------------------------------------------------------------------------
+    def run(self, prompts: Sequence[Sequence[dict[str, str]]], inputs: Sequence[Sequence[Path]],
+            generate: TurnGenerator, max_completion_tokens: int) -> list[Rollout]:
+        """Roll out every prompt to an answer, `max_turns` turns, or the token budget; one sandbox session each."""
+        loop = self._ensure_loop()
+        timings = RolloutTimings()
+        rollouts = [Rollout(prompt_ids=self.frame.prompt_ids(p)) for p in prompts]
+        sessions = [loop.submit(self._open(list(paths), timings)) for paths in inputs]
+        pending: dict[int, concurrent.futures.Future[str]] = {}
+        ready = list(range(len(rollouts)))
+        try:
+            while ready or pending:
+                for i, fut in list(pending.items()):
+                    if fut.done():
+                        del pending[i]
+                        self._continue(rollouts[i], render_observation(fut.result()), max_completion_tokens, ready, i)
+                if not ready:
+                    start = time.perf_counter()
+                    concurrent.futures.wait(list(pending.values()), return_when=concurrent.futures.FIRST_COMPLETED)
+                    timings.sandbox_wait_s += time.perf_counter() - start
+                    continue
+                batch, ready = ready, []
+                start = time.perf_counter()
+                outs = generate([rollouts[i].prompt_ids + rollouts[i].completion_ids for i in batch])
+                timings.generation_s += time.perf_counter() - start
+                for i, new in zip(batch, outs):
+                    code = self._take_turn(rollouts[i], list(new), max_completion_tokens, ready, i)
+                    if code is not None:
+                        pending[i] = loop.submit(self._cell(sessions[i], code, timings))
+        finally:
+            for fut in pending.values():
+                fut.cancel()
+            concurrent.futures.wait([loop.submit(self._close(s)) for s in sessions])
+        self.timings.add(timings)
+        self.last_timings = timings
+        return rollouts
+
+    def _take_turn(self, r: Rollout, new: list[int], budget: int, ready: list[int], i: int) -> str | None:
+        """Append one generated turn; returns the code to run, or None when the rollout continues without a cell
+        (void turn: feedback) or ends (answer, turn limit, budget)."""
+        room = budget - len(r.completion_ids)
+        if len(new) > room:
+            new, r.truncated = new[:room], True
+        r.completion_ids += new
+        r.env_mask += [1] * len(new)
+        r.turns += 1
+        text = self.frame.tok.decode([t for t in new if t not in self.frame.eos_ids])
+        raw = text if self.frame.ended(new) or r.truncated else close_action(text)
+        turn = parse_turn_lenient(raw)
+        r.messages.append({"role": "assistant", "content": raw})
+        if r.truncated:
+            return None
+        if turn.action is None:
+            r.void = True
+            self._continue(r, void_feedback(turn.error), budget, ready, i, feedback=True)
+            return None
+        if turn.action.kind == "answer":
+            r.answer = turn.action.content
+            if not self.frame.ended(new) and len(r.completion_ids) < budget:
+                r.completion_ids.append(min(self.frame.eos_ids))  # close the turn (not sampled: env mask 0)
+                r.env_mask.append(0)
+            return None
+        if r.turns >= self.config.max_turns:
+            return None  # the cell would produce an observation no turn is left to read
+        r.cells += 1
+        return turn.action.content
+
+    def _continue(self, r: Rollout, message: str, budget: int, ready: list[int], i: int,
+                  feedback: bool = False) -> None:
+        """Splice the in-between tokens (end of turn, `message`, next assistant header) and queue the next turn; when
+        no turn or token is left for a reply, the message is not added (a rollout never ends on an unread message)."""
+        ids = self.frame.between_turns(message)
+        if self.frame.ended(r.completion_ids) and ids and ids[0] in self.frame.eos_ids:
+            ids = ids[1:]  # the model closed its turn itself
+        room = budget - len(r.completion_ids)
+        if len(ids) >= room or r.turns >= self.config.max_turns:
+            r.truncated = r.truncated or len(ids) >= room
+            return
+        r.messages.append({"role": "user" if feedback else "interpreter", "content": message})
+        r.completion_ids += ids
+        r.env_mask += [0] * len(ids)
+        ready.append(i)
+
+    # ---- sandbox side (runs on the loop thread) --------------------------------------------------------
+    def _ensure_loop(self) -> _LoopThread:
+        if self._loop is None:
+            self._loop = _LoopThread()
+        return self._loop
+
+    async def _open(self, inputs: list[Path], timings: RolloutTimings) -> Sandbox:
+        start = time.perf_counter()
+        if self.config.pool_size > 0:
+            if self._pool is None:
+                self._pool = SandboxPool(self.sandbox, self.config.pool_size)
+            sb = await self._pool.acquire(inputs)
+        else:
+            sb = open_sandbox(self.sandbox, inputs=inputs)
+            await sb.start()
+        if self.config.prelude:
+            await sb.run(PRELUDE)
+        timings.sandbox_s += time.perf_counter() - start
+        return sb
+
+    async def _cell(self, session: concurrent.futures.Future[Sandbox], code: str, timings: RolloutTimings) -> str:
+        sb = await asyncio.wrap_future(session)
+        start = time.perf_counter()
+        result = await sb.run(code, timeout=self.config.cell_timeout_s)
+        timings.sandbox_s += time.perf_counter() - start
+        return observation_text(result, self.config.max_observation_chars)
+
+    @staticmethod
+    async def _close(session: concurrent.futures.Future[Sandbox]) -> None:
+        try:
+            sb = await asyncio.wrap_future(session)
+        except (SandboxError, OSError, ValueError):  # it never opened: the rollout raised that error already
+            return
+        await sb.close()
+
+    def close(self) -> None:
+        """Stop the warm pool and the loop thread (a later run starts them again)."""
+        if self._loop is None:
+            return
+        if self._pool is not None:
+            self._loop.submit(self._pool.close()).result(timeout=60)
+            self._pool = None
+        self._loop.close()
+        self._loop = None
+
+
+def rollout_output(rollouts: Sequence[Rollout]) -> dict[str, Any]:
+    """TRL's rollout_func result: token ids, env mask, and per-completion fields the trainer and rewards read."""
+    return {
+        "prompt_ids": [r.prompt_ids for r in rollouts],
+        "completion_ids": [r.completion_ids for r in rollouts],
+        "logprobs": None,  # recomputed by the trainer (no vLLM importance correction on this path)
+        "env_mask": [r.env_mask for r in rollouts],
+        "void": [r.void for r in rollouts],
+        "rollout_messages": [r.messages for r in rollouts],
+        "answer_tokens": [r.model_tokens for r in rollouts],
+    }
+
+
+def rollout_reward(base: Callable[..., list[float]]) -> Callable[..., list[float]]:
+    """A TRL reward function scoring the rollout's structured messages (assistant turns and interpreter output as
+    separate messages) rather than TRL's decoded completion text; `answers` given as JSON text are decoded."""
+
+    def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        messages = kwargs.pop("rollout_messages", None)
+        if kwargs.get("answers") is not None:  # the RL dataset stores each row's answers as JSON text
+            kwargs["answers"] = [json.loads(a) if isinstance(a, str) else a for a in kwargs["answers"]]
+        return base(prompts, completions if messages is None else messages, **kwargs)
+
+    reward.__name__ = getattr(base, "__name__", "reward")
+    return reward
+
+
+def trainer_generator(trainer: Any, max_new_tokens: int) -> TurnGenerator:
+    """Sampling with the trainer's model and its generation settings (temperature, top_p)."""
+    from trl.models import unwrap_model_for_generation
+
+    args = trainer.args
+
+    def generate(contexts: list[list[int]]) -> list[list[int]]:
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
+            return hf_generate(model, trainer.processing_class, contexts, max_new_tokens=max_new_tokens,
+                               temperature=float(args.temperature), top_p=float(args.top_p))
+
+    return generate
+
+
+def hf_generate(model: Any, tokenizer: Any, contexts: list[list[int]], *, max_new_tokens: int,
+                temperature: float = 1.0, top_p: float = 1.0) -> list[list[int]]:
+    """One assistant turn per context with `model.generate`, stopping at EOS or an action stop sequence."""
+    import torch
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    width = max(len(c) for c in contexts)
+    ids = torch.full((len(contexts), width), pad, dtype=torch.long)
+    attention = torch.zeros_like(ids)
+    for row, ctx in enumerate(contexts):  # left padding: every row's new tokens start at `width`
+        ids[row, width - len(ctx):] = torch.as_tensor(ctx)
+        attention[row, width - len(ctx):] = 1
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        out = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
+                             max_new_tokens=max_new_tokens, do_sample=temperature > 0,
+                             temperature=temperature if temperature > 0 else None, top_p=top_p,
+                             stop_strings=list(ACTION_STOP_SEQUENCES), tokenizer=tokenizer, pad_token_id=pad)
+    eos = tokenizer.eos_token_id
+    eos_ids = set(eos if isinstance(eos, list) else [eos])
+    turns = []
+    for row in out[:, width:].tolist():
+        end = next((k for k, t in enumerate(row) if t in eos_ids or t == pad), len(row))
+        text = tokenizer.decode(row[:end], skip_special_tokens=False)
+        stopped = any(text.rstrip().endswith(s) for s in ACTION_STOP_SEQUENCES)
+        keep_eos = end < len(row) and row[end] in eos_ids and not stopped  # the model ended its turn itself
+        turns.append(row[:end + 1] if keep_eos else row[:end])
+    return turns
