@@ -45,13 +45,6 @@ class SFTRequest:
     """Give engine oracles (written without a system prompt) the analyst's, so they train as the agent is prompted."""
 
 
-def _run_dir(settings: Settings, out: Path | None, config: dict[str, Any]) -> RunDir:
-    if out is None:
-        return RunDir.create("train-sft", settings.runs_dir, config=config)
-    if (out / "events.jsonl").exists():
-        raise FileExistsError(f"{out}: already a run directory; give a new --out folder")
-    return RunDir.create("train-sft", out.parent, config=config, name=out.name)
-
 
 def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[int, int], None] | None = None
                    ) -> dict[str, Any]:
@@ -78,10 +71,9 @@ def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[i
     for coll in req.tasks:
         meta.update(collection_meta(coll))
     data = build_sft_dataset(trajectories, tokenizer, tasks=meta, config=data_config)
-    run = _run_dir(settings, req.out, {"request": {k: (str(v) if isinstance(v, Path) else v)
-                                                   for k, v in asdict(req).items()},
-                                       "sft": asdict(run_config), "data": asdict(data_config),
-                                       "settings": settings.masked()})
+    config = {"request": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(req).items()},
+              "sft": asdict(run_config), "data": asdict(data_config), "settings": settings.masked()}
+    run = RunDir.create_at("train-sft", settings.runs_dir, req.out, config)
     run.write_json("data_stats.json", data.stats.to_dict())
     try:
         model, tokenizer = load_student(req.model, models_dir=models_dir, seed=req.seed)

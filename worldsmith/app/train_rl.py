@@ -48,13 +48,6 @@ class RLRequest:
     seed: int = 0
 
 
-def _run_dir(settings: Settings, out: Path | None, config: dict[str, Any]) -> RunDir:
-    if out is None:
-        return RunDir.create("train-rl", settings.runs_dir, config=config)
-    if (out / "events.jsonl").exists():
-        raise FileExistsError(f"{out}: already a run directory; give a new --out folder")
-    return RunDir.create("train-rl", out.parent, config=config, name=out.name)
-
 
 def reward_functions(name: str) -> tuple[list[Any], list[float]]:
     """The reward functions and their weights. DataMind's reward comes with its components at weight 0, so TRL logs
@@ -101,10 +94,10 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
              if e.split not in ("test", "dev")][:req.max_tasks]
     rows, stats = rl_rows(tasks, experts)
     dataset = rl_dataset(rows)
-    run = _run_dir(settings, req.out, {"request": {k: (str(v) if isinstance(v, Path) else
-                                                       [str(x) for x in v] if isinstance(v, list) else v)
-                                                   for k, v in asdict(req).items()},
-                                       "rl": asdict(cfg), "settings": settings.masked()})
+    request = {k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v)
+               for k, v in asdict(req).items()}
+    run = RunDir.create_at("train-rl", settings.runs_dir, req.out,
+                           {"request": request, "rl": asdict(cfg), "settings": settings.masked()})
     run.write_json("data_stats.json", asdict(stats))
     try:
         model, tokenizer = load_student(req.model, models_dir=models_dir, seed=req.seed)

@@ -53,6 +53,18 @@ class RunDir:
         return run
 
     @classmethod
+    def create_at(cls, kind: str, runs_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None,
+                  config: dict[str, Any] | None = None) -> RunDir:
+        """A new run directory: `out` when the user named one (refused if it already holds a run), else a stamped
+        folder under `runs_dir`."""
+        if out is None:
+            return cls.create(kind, runs_dir, config=config)
+        out = Path(out)
+        if (out / "events.jsonl").exists():
+            raise FileExistsError(f"{out}: already a run directory; give a new --out folder")
+        return cls.create(kind, out.parent, config=config, name=out.name)
+
+    @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RunDir:
         path = Path(path)
         if not (path / "events.jsonl").exists():
