@@ -32,6 +32,11 @@ def _words(text: str) -> set[str]:
     return {w for w in re.split(r"[_\W]+", text.lower()) if len(w) > 2}
 
 
+def _mentions(low: str, words: set[str]) -> bool:
+    """Any of the words appears, up to its ending ('churned' is named by 'churn', 'invoices' by 'invoice')."""
+    return any((w[:5] if len(w) > 5 else w) in low for w in words if w not in _COMMON)
+
+
 def leaked_numbers(text: str, values: Iterable[float]) -> list[str]:
     """Numbers in `text` equal to an expected value or its rounding (to the decimals the text shows)."""
     found = []
@@ -64,9 +69,9 @@ def request_problems(text: str, *, target: str, target_description: str, files: 
     names = _words(target)
     measure_words = set().union(*(_words(a.measure.variable) | (_words(a.x.variable) if a.x else set())
                                   for a in answers)) if answers else set()
-    if not (_words(target) & _words(low)) and not (_words(target_description) & _words(low) - _COMMON):
+    if not _mentions(low, names | (_words(target_description) - _COMMON)):
         problems.append(f"the request must name what it is about ({target.replace('_', ' ')})")
-    if answers and not ((measure_words | names) & _words(low)):
+    if answers and not _mentions(low, measure_words | names):
         problems.append("the request must ask about the graded quantity ("
                         + ", ".join(sorted({a.measure.variable.replace('_', ' ') for a in answers})) + ")")
     basenames = {f.rsplit("/", 1)[-1].lower(): f for f in files}

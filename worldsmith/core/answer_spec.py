@@ -21,7 +21,7 @@ _OPS = {"==": "is", "!=": "is not", ">": "is above", ">=": "is at least", "<": "
         "in": "is one of"}
 _SCALE_WORDS = {"fraction": "a fraction between 0 and 1", "percent": "percent (0-100)",
                 "percentage_points": "percentage points", "relative_change": "percent change relative to B",
-                "count": "a count", "coefficient": "a unitless coefficient between -1 and 1",
+                "count": "a count", "coefficient": "a correlation coefficient (unitless, between -1 and 1)",
                 "label": "the label exactly as written in the data"}
 
 
@@ -123,14 +123,16 @@ def _one_word(label: str | None) -> bool:
 def _example(facets: AnswerFacets) -> str:
     if facets.scale == "label":
         return "the label"
-    return f"{12.3456:.{facets.decimals or 0}f}" if facets.decimals is not None else "12.3"
+    number = 0.4321 if facets.scale == "coefficient" else 12.3456
+    return f"{number:.{facets.decimals}f}" if facets.decimals is not None else f"{number}"
 
 
 def answer_line(facets: AnswerFacets) -> str:
     """`@name[value in percentage points, e.g. 12.35]`: the tag the solver ends with, stating the unit."""
     if facets.scale == "label":
         return f"@{facets.name}[the label exactly as written in the data]"
-    return f"@{facets.name}[value in {facets.unit_words}, e.g. {_example(facets)}]"
+    word = "as" if facets.scale in ("fraction", "count", "coefficient") else "in"
+    return f"@{facets.name}[value {word} {facets.unit_words}, e.g. {_example(facets)}]"
 
 
 def quantity_sentence(facets: AnswerFacets) -> str:

@@ -84,8 +84,8 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
     r: Any = ph.recipe
     entity = recipe_entity(c, r)
     ent = c.entity(entity)
-    key = ent.key or entity
-    population = f"the `{entity}` records, one row per {key}" + (
+    key = ent.key or (c.entity(ent.parent).key if ent.parent else None) or entity
+    population = f"the `{entity}` records, one row per `{key}`" + (
         f" and `{ent.time_column}`" if ent.kind == "panel" and ent.time_column else "") + \
         " (each record counted once: drop repeated copies of the same record)"
     base: dict[str, Any] = dict(name=ph.id, population=population, filters=_filters(r),
