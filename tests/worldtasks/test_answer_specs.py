@@ -73,7 +73,7 @@ def test_answer_line_states_the_unit_and_the_rendering_every_facet() -> None:
     assert answer_line(s) == "@uplift[value in percentage points, e.g. 12.3]"
     text = render_answer_spec(s)
     for facet in ("Measure:", "Population:", "Filters:", "Time window:", "Computation:", "Comparison and sign: A minus B",
-                  "Unit: percentage points", "Rounding: 1 decimals", "`data/crm.csv`"):
+                  "Unit: percentage points", "Rounding: 1 decimal place", "`data/crm.csv`"):
         assert facet in text
 
 

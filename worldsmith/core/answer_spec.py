@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PlainSerializer
 
 Quantity = Literal["mean", "share", "difference", "slope", "correlation", "lagged_correlation", "count", "top_group"]
 Scale = Literal["fraction", "percent", "percentage_points", "relative_change", "currency", "unit", "count",
                 "coefficient", "label"]
+#: a date that dumps as ISO text in every mode: task packages write answer specs with plain `json.dumps`
+IsoDate = Annotated[dt.date, PlainSerializer(lambda d: d.isoformat(), return_type=str, when_used="always")]
 DATA_SUFFIXES = (".csv", ".csv.gz", ".xlsx", ".parquet", ".jsonl", ".json", ".sqlite", ".db", ".tsv")
 _OPS = {"==": "is", "!=": "is not", ">": "is above", ">=": "is at least", "<": "is below", "<=": "is at most",
         "in": "is one of"}
@@ -40,7 +42,7 @@ class Measure(BaseModel):
 class Filter(BaseModel):
     column: str
     op: Literal["==", "!=", ">", ">=", "<", "<=", "in"] = "=="
-    value: float | str | list[float | str] | dt.date
+    value: IsoDate | float | str | list[float | str]
 
     def words(self) -> str:
         value = ", ".join(map(repr, self.value)) if isinstance(self.value, list) else (
@@ -53,8 +55,8 @@ class Window(BaseModel):
 
     all_dates: bool = False
     column: str | None = None
-    start: dt.date | None = None
-    end: dt.date | None = None
+    start: IsoDate | None = None
+    end: IsoDate | None = None
 
     def words(self) -> str:
         if self.all_dates:
@@ -112,8 +114,7 @@ class AnswerFacets(BaseModel):
         """The unit `core.grading.tolerant` reads: its spellings are accepted, other quantities refused."""
         return {"fraction": "fraction", "percent": "percent", "percentage_points": "pp",
                 "relative_change": "percent"}.get(self.scale) or (
-            self.unit_label if self.scale == "currency" or (self.scale == "unit" and _one_word(self.unit_label))
-            else None)
+            self.unit_label if self.scale in ("currency", "unit") and _one_word(self.unit_label) else None)
 
 
 def _one_word(label: str | None) -> bool:
@@ -138,8 +139,14 @@ def answer_line(facets: AnswerFacets) -> str:
 def quantity_sentence(facets: AnswerFacets) -> str:
     """One sentence naming the quantity (used by report instructions and rubric items)."""
     what = facets.aggregation.rstrip(".")
-    return f"{what}, in {facets.unit_words}" + (f", rounded to {facets.decimals} decimals" if facets.decimals is not None
-                                                else "")
+    if facets.comparison is not None:
+        what += f" (A = {facets.comparison.a.label}, B = {facets.comparison.b.label})"
+    return f"{what}, in {facets.unit_words}" + (f", rounded to {_places(facets.decimals)}"
+                                                if facets.decimals is not None else "")
+
+
+def _places(decimals: int) -> str:
+    return f"{decimals} decimal place" + ("" if decimals == 1 else "s")
 
 
 def facet_lines(facets: AnswerFacets) -> list[str]:
@@ -170,7 +177,7 @@ def facet_lines(facets: AnswerFacets) -> list[str]:
         lines.append("- Comparison: none (a single value, not a difference).")
     lines.append(f"- Unit: {facets.unit_words}.")
     if facets.decimals is not None:
-        lines.append(f"- Rounding: {facets.decimals} decimals.")
+        lines.append(f"- Rounding: {_places(facets.decimals)}.")
     return lines
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -112,9 +113,9 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
     if op == "slope":
         scale = _numeric_scale(c, r.y, difference=True)
         x_unit = c.nodes()[r.x].unit if r.x in c.nodes() else None
-        per = f"one unit of `{r.x}`" + (f" ({x_unit})" if x_unit else "")
+        per = f"one {x_unit} of `{r.x}`" if x_unit and not _binary(c, r.x) else f"one unit of `{r.x}`"
         if scale.get("unit_label"):
-            scale["unit_label"] = f"{scale['unit_label']} per {per}"
+            scale["unit_label"] = f"{scale['unit_label']} per {x_unit or f'unit of {r.x}'}"
         how = "0/1 indicator" if _binary(c, r.x) else "numeric"
         return AnswerFacets(quantity="slope", measure=_measure(c, plan, r.y), x=_measure(c, plan, r.x),
                             aggregation=f"ordinary least-squares slope (with intercept) of `{r.y}` on the {how} "
@@ -165,6 +166,10 @@ def _world_specs(world_dir: str) -> dict[str, AnswerFacets]:
     return {p.id: answer_facets(c, plan, p) for p in c.phenomena}
 
 
+_LOCK = threading.Lock()  # concurrent rows ask at once: plan once, and never import a reader in two threads
+
+
 def world_answer_specs(world_dir: str | Path) -> dict[str, AnswerFacets]:
     """Answer specs of every phenomenon of a built world (cached: a built world never changes)."""
-    return _world_specs(str(Path(world_dir).resolve()))
+    with _LOCK:
+        return _world_specs(str(Path(world_dir).resolve()))
