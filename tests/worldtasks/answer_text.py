@@ -64,7 +64,8 @@ def _table(world: Path, files: list[str]) -> pd.DataFrame:
 
 
 def _condition(df: pd.DataFrame, text: str) -> pd.Series:
-    m = re.match(r"`(\w+)` (is not|is above|is at least|is below|is at most|is one of|is) (.*)$", text.strip())
+    text = re.sub(r" \(in [^)]*\)$", "", text.strip())  # the threshold's unit: values are in it already
+    m = re.match(r"`(\w+)` (is not|is above|is at least|is below|is at most|is one of|is) (.*)$", text)
     assert m, text
     col, op, raw = m.groups()
     values = [eval(v) for v in re.findall(r"'[^']*'|-?[\d.]+", raw)]  # noqa: S307 - literals from our own text

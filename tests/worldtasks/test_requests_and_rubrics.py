@@ -51,6 +51,10 @@ def test_a_stakeholder_request_about_the_graded_quantity_passes(world: Path) -> 
      "for me before the board meeting?", "must not state the numbers"),
     ("Can you tell me how much the onboarding revamp cost us and whether the new support tooling paid off, using "
      "the product data, before the board meeting?", "must name what it is about"),
+    ("Can you explain why churn is higher in the test arm than in control, using crm.csv, before the board "
+     "meeting next week?", "not presuppose it"),
+    ("Please tell me how much churn increased in the test arm compared with control, using crm.csv, before the "
+     "board meeting?", "not presuppose it"),
     ("Can you work out the cost of churn for us, comparing the test and control arms, so that finance can plan "
      "next year's budget?", "which no graded quantity computes"),
 ])

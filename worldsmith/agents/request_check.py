@@ -19,6 +19,12 @@ _PLAN_RE = re.compile(
     r"identify|determine|use the|break down|segment)\b"
     r"|\bmy (?:analysis|approach|plan|methodology)\b|\bour analysis will\b|\blet me\b|\bstep \d\b",
     re.IGNORECASE)
+# a request that presupposes the finding ("why is churn higher", "how much did usage increase")
+_PRESUPPOSE_RE = re.compile(
+    r"\bwhy (?:is|are|was|were|did|does|do|has|have)?\s*(?:[\w'-]+\s+){0,6}?(?:higher|lower|up|down|increas\w*|"
+    r"decreas\w*|rise|rose|risen|drop\w*|fall|fell|fallen|grew|grow\w*|improv\w*|worsen\w*)\b"
+    r"|\bhow much (?:did|does|has|have|do)?\s*(?:[\w'-]+\s+){0,6}?(?:increas\w*|decreas\w*|rise|rose|risen|"
+    r"drop\w*|fall|fell|fallen|grow|grew|improv\w*|worsen\w*|go up|go down)\b", re.IGNORECASE)
 _ADDRESSED_RE = re.compile(r"\b(?:you|your|please|tell me|let me know|can we get|i need|we need)\b", re.IGNORECASE)
 _FILE_RE = re.compile(r"[\w./-]+\.(?:csv\.gz|csv|xlsx|xls|parquet|jsonl|json|sqlite|db|md|txt|pdf|docx|tsv)\b",
                       re.IGNORECASE)
@@ -66,6 +72,8 @@ def request_problems(text: str, *, target: str, target_description: str, files: 
         problems.append(f"write as the stakeholder asking the analyst, not as the analyst's plan (found {m.group(0)!r})")
     elif not _ADDRESSED_RE.search(text):
         problems.append("address the analyst directly (e.g. 'can you…', 'please…', 'I need you to…')")
+    if m := _PRESUPPOSE_RE.search(text):
+        problems.append(f"ask for the difference or effect whichever way it goes, not presuppose it (found {m.group(0)!r})")
     names = _words(target)
     measure_words = set().union(*(_words(a.measure.variable) | (_words(a.x.variable) if a.x else set())
                                   for a in answers)) if answers else set()

@@ -43,11 +43,12 @@ class Filter(BaseModel):
     column: str
     op: Literal["==", "!=", ">", ">=", "<", "<=", "in"] = "=="
     value: IsoDate | float | str | list[float | str]
+    unit: str | None = Field(None, description="unit of a numeric value (a threshold in kg, not lb)")
 
     def words(self) -> str:
         value = ", ".join(map(repr, self.value)) if isinstance(self.value, list) else (
             self.value.isoformat() if isinstance(self.value, dt.date) else repr(self.value))
-        return f"`{self.column}` {_OPS[self.op]} {value}"
+        return f"`{self.column}` {_OPS[self.op]} {value}" + (f" (in {self.unit})" if self.unit else "")
 
 
 class Window(BaseModel):

@@ -50,8 +50,11 @@ def _binary(c: WorldContract, column: str) -> bool:
     return n is not None and n.kind == "binary"
 
 
-def _filters(recipe: Any) -> list[Filter]:
-    return [Filter(column=w.column, op=w.op, value=w.value) for w in recipe.where]
+def _filters(c: WorldContract, recipe: Any) -> list[Filter]:
+    nodes = c.nodes()
+    return [Filter(column=w.column, op=w.op, value=w.value,
+                   unit=nodes[w.column].unit if w.column in nodes and isinstance(w.value, (int, float)) else None)
+            for w in recipe.where]
 
 
 def _numeric_scale(c: WorldContract, column: str, *, difference: bool) -> dict[str, Any]:
@@ -89,7 +92,7 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
     population = f"the `{entity}` records, one row per `{key}`" + (
         f" and `{ent.time_column}`" if ent.kind == "panel" and ent.time_column else "") + \
         " (each record counted once: drop repeated copies of the same record)"
-    base: dict[str, Any] = dict(name=ph.id, population=population, filters=_filters(r),
+    base: dict[str, Any] = dict(name=ph.id, population=population, filters=_filters(c, r),
                                 window=Window(all_dates=True), decimals=statement_decimals(ph.statement),
                                 other_columns=_other_columns(c, plan, entity, r))
     op = r.op
