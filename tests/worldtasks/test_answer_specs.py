@@ -136,3 +136,35 @@ def test_the_pricing_world_specs_are_complete(world: Path) -> None:
     for pid, f in world_answer_specs(world).items():
         assert lint_answer_spec(f, files) == [], pid
         assert c.phenomenon(pid)
+
+
+def test_packaging_drops_a_task_whose_spec_leaves_a_facet_open(world: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from worldsmith.core.taskpkg import TaskCollection
+    from worldsmith.evolution.worlds import answer_specs
+    from worldsmith.evolution.worlds.tasks import sample_specs
+    from worldsmith.graphs.world_tasks import package_spec
+
+    spec = next(s for s in sample_specs(world, max_tasks=10, seed=0)
+                if sum(isinstance(p.value, (int, float)) for p in s.phenomena) >= 2)
+    numeric = [p for p in spec.phenomena if isinstance(p.value, (int, float))]
+    full = world_answer_specs(world)
+    broken = {**full, numeric[0].id: full[numeric[0].id].model_copy(update={"decimals": None})}
+    monkeypatch.setattr(answer_specs, "world_answer_specs", lambda _: broken)
+    verified = {p.id: {"code": f"print('@{p.id}[1]')", "output": f"@{p.id}[1]", "value": "1"} for p in numeric}
+    notes: list[str] = []
+    row = {"world_dir": str(world), "spec": spec.model_dump(mode="json"), "verified": verified,
+           "tasks_dir": str(tmp_path / "tasks"), "request": "Can you look into it?", "request_by": "template:request",
+           "request_errors": ["the request must name what it is about"]}
+    ids = asyncio.run(package_spec(row, set(), 10, notes.append))
+    assert any(numeric[0].id in n and "rounding is open" in n for n in notes)
+    tasks = {t.id: t for t in TaskCollection(tmp_path / "tasks").tasks()}
+    closed = [t for t in tasks.values() if t.kind == "closed_form"]
+    assert closed and all(t.answers[0].name != numeric[0].id for t in closed)
+    assert all(t.metadata["request_rejected"] for t in tasks.values()) and set(ids) == set(tasks)
+    for t in closed:  # expected values and units come from the spec, and the instruction renders it
+        f = full[t.answers[0].name]
+        assert t.answers[0].unit == f.grading_unit and t.answers[0].spec == f
+        assert t.instruction.endswith("End your answer with " + answer_line(f))
