@@ -4,14 +4,16 @@ to a deterministic template after bounded retries, recording which one produced 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from worldsmith.agents.request_check import request_problems
+from worldsmith.core.answer_spec import (AnswerFacets, is_data_file, quantity_sentence, render_answer_spec,
+                                        render_report_number)
 from worldsmith.core.world_contract import WorldContract
-from worldsmith.evolution.worlds.tasks import TaskSpec, quantity_phrase
+from worldsmith.evolution.worlds.tasks import TaskSpec
 from worldsmith.evolution.worlds.validate import validate_contract
 from worldsmith.prompts import load_prompt, load_sections
 
@@ -30,29 +32,20 @@ class Produced:
 
 
 class QuestionDraft(BaseModel):
-    request: str = Field(description="the stakeholder's request, first person, 2-5 sentences")
+    request: str = Field(description="the stakeholder's request to the analyst, in the stakeholder's voice, 2-5 "
+                                     "sentences")
 
 
-def _words(name: str) -> list[str]:
-    return [w for w in re.split(r"[_\W]+", name.lower()) if len(w) > 2]
-
-
-def question_problems(text: str, spec: TaskSpec) -> list[str]:
-    """Why a drafted request is unusable: too short/long, off-target, or leaking the answer."""
-    problems = []
+def question_problems(text: str, spec: TaskSpec, files: list[str] | None = None,
+                      answers: list[AnswerFacets] | None = None) -> list[str]:
+    """Why a drafted request is unusable: voice, target, files, leaked numbers, goal (`request_check`), or it
+    lists the factors the analyst is supposed to find."""
+    answers = answers or []
+    expected = [float(p.value) * f for p in spec.phenomena if isinstance(p.value, (int, float))
+                for f in {1.0, *(a.factor for a in answers if a.name == p.id)}]
+    problems = request_problems(text, target=spec.target, target_description=spec.target_description,
+                                files=files or [], answers=answers, expected=expected)
     low = text.lower()
-    if not 60 <= len(text) <= 1500:
-        problems.append(f"the request must be 60-1500 characters (got {len(text)})")
-    target_words = _words(spec.target) + _words(spec.target_description)[:4]
-    if target_words and not any(w in low for w in target_words):
-        problems.append(f"the request must mention what it is about ({spec.target.replace('_', ' ')})")
-    for p in spec.phenomena:
-        if isinstance(p.value, (int, float)):
-            for digits in (1, 2, 3):
-                shown = f"{p.value:.{digits}f}"
-                if len(shown.lstrip("-0.").replace(".", "")) >= 2 and shown in text:  # skip '0.0', '1.0', '0.04'…
-                    problems.append("the request must not state the numbers the analyst has to compute")
-                    break
     named = [r for r in spec.related if r.replace("_", " ") in low or r in low]
     if len(spec.related) >= 2 and len(named) >= 2:
         problems.append("the request must not list the factors the analyst is supposed to find")
@@ -65,10 +58,14 @@ def template_request(spec: TaskSpec, persona: Any) -> str:
 
 
 async def write_request(llm: Any | None, spec: TaskSpec, persona: Any, files: list[str], *, model: str,
-                        retries: int = 1) -> Produced:
-    """The stakeholder request for a task: LLM-written and validated, else the template."""
+                        retries: int = 1, answers: list[AnswerFacets] | None = None) -> Produced:
+    """The stakeholder request for a task: LLM-written, told what is graded and validated, else the template
+    (`errors` then says why the drafts were refused)."""
     if llm is None:
         return Produced(template_request(spec, persona), "template:request")
+    answers = answers or []
+    data_files = [f for f in files if is_data_file(f)]
+    graded = "; ".join(quantity_sentence(a) for a in answers) or f"what drives {spec.target}"
     from worldsmith.llm.errors import LLMError
 
     analysis = _msg(f"question analysis {spec.kind}", target=spec.target)
@@ -76,7 +73,8 @@ async def write_request(llm: Any | None, spec: TaskSpec, persona: Any, files: li
         {"role": "system", "content": load_prompt("world_question.md")},
         {"role": "user", "content": _msg("question user", name=persona.name, role=persona.role,
                                          organisation=persona.organisation, goal=persona.goal, analysis=analysis,
-                                         about=spec.target_description or spec.target, files=", ".join(files))}]
+                                         about=spec.target_description or spec.target, graded=graded,
+                                         files=", ".join(data_files))}]
     errors: list[str] = []
     for attempt in range(retries + 1):
         try:
@@ -84,7 +82,7 @@ async def write_request(llm: Any | None, spec: TaskSpec, persona: Any, files: li
         except LLMError as exc:
             errors.append(str(exc))
             break
-        problems = question_problems(draft.request, spec)
+        problems = question_problems(draft.request, spec, files, answers)
         if not problems:
             return Produced(draft.request.strip(), f"llm:{model}", attempt + 1, errors)
         errors.extend(problems)
@@ -93,12 +91,15 @@ async def write_request(llm: Any | None, spec: TaskSpec, persona: Any, files: li
     return Produced(template_request(spec, persona), "template:request", retries + 1, errors)
 
 
-def deliverable_block(spec: TaskSpec, contract: WorldContract, pid: str | None) -> str:
-    """The exact deliverable instructions appended to every request (closed form: one @name[value])."""
-    if pid is not None:
-        statement = quantity_phrase(contract.phenomenon(pid).statement)
-        return "\n\n" + _msg("deliverable closed form", statement=statement, pid=pid)
-    return "\n\n" + _msg("deliverable report")
+def deliverable_block(spec: TaskSpec, contract: WorldContract, facets: AnswerFacets | None,
+                      computed: list[AnswerFacets] | None = None) -> str:
+    """The exact deliverable instructions appended to every request: closed form, every facet of the one
+    quantity and its @name[value] line; report, one sentence per number the rubric grades."""
+    if facets is not None:
+        return "\n\n" + render_answer_spec(facets)
+    numbers = "\n".join(render_report_number(f) for f in computed or [])
+    return "\n\n" + _msg("deliverable report", numbers=numbers or "- (none)")
+
 
 
 async def write_contract(llm: Any | None, template: WorldContract, persona: Any, *, model: str,

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from worldsmith.core.answer_spec import AnswerFacets
 from worldsmith.core.grading import tolerant
 
 SCHEMA_VERSION = "1"
@@ -47,6 +48,7 @@ class AnswerSpec(Model):
     tolerance: Tolerance | None = None
     unit: str | None = None
     description: str | None = None
+    spec: AnswerFacets | None = Field(None, description="every facet of the quantity (core/answer_spec.py)")
 
 
 class DeliverableSpec(Model):
@@ -73,6 +75,7 @@ class Criterion(Model):
     violate: str = Field("", description="what counts as not meeting it")
     expected_value: float | str | None = None
     tolerance: Tolerance | None = None
+    unit: str | None = Field(None, description="unit of expected_value, read by core.grading.tolerant")
     source: Literal["gt", "generated"] = "generated"
     confidence: float = Field(1.0, ge=0, le=1)
     weight: float = Field(1.0, gt=0)

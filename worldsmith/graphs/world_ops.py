@@ -170,6 +170,14 @@ def _data_files(world_dir: Path) -> list[str]:
     return [p.relative_to(world_dir).as_posix() for p in sorted((world_dir / "data").rglob("*")) if p.is_file()]
 
 
+def _graded(world_dir: Path, spec: Any) -> list[Any]:
+    """Answer specs of the spec's numeric phenomena: what the request's tasks grade."""
+    from worldsmith.evolution.worlds.answer_specs import world_answer_specs
+
+    facets = world_answer_specs(world_dir)
+    return [facets[p.id] for p in spec.phenomena if p.id in facets and isinstance(p.value, (int, float))]
+
+
 @register_operator
 class WriteRequests(RowOperator):
     name = "write_requests"
@@ -177,7 +185,7 @@ class WriteRequests(RowOperator):
     description = ("LLM question writer: the stakeholder request for each task spec, checked for leaks and "
                    "off-target text; the template request when no model is given. Runs rows concurrently.")
     inputs = ("spec", "world_dir")
-    outputs = ("request", "request_by")
+    outputs = ("request", "request_by", "request_errors")
 
     def __init__(self, llm: Any | None, *, model: str, concurrency: int = 1):
         self.llm, self.model, self.concurrency = llm, model, concurrency
@@ -191,9 +199,10 @@ class WriteRequests(RowOperator):
         world_dir = Path(v["world_dir"])
         contract = await asyncio.to_thread(load_contract, world_dir)
         _note(storage, "task", f"{spec.kind} task on {spec.target}: writing the request…")
-        out = await write_request(self.llm, spec, contract.persona, _data_files(world_dir), model=self.model)
+        out = await write_request(self.llm, spec, contract.persona, _data_files(world_dir), model=self.model,
+                                  answers=await asyncio.to_thread(_graded, world_dir, spec))
         _note(storage, "request", f"by {out.produced_by}: {out.value[:100]}…")
-        return {"request": out.value, "request_by": out.produced_by}
+        return {"request": out.value, "request_by": out.produced_by, "request_errors": out.errors or []}
 
 
 @register_operator
@@ -230,15 +239,19 @@ class VerifySolutions(RowOperator):
         return {"verified": verified, "dropped": dropped}
 
     async def _verify(self, world_dir: Path, p: Any) -> dict[str, Any]:
+        from worldsmith.evolution.worlds.answer_specs import world_answer_specs
         from worldsmith.evolution.worlds.solution import reference_solution_code
         from worldsmith.tools.sandbox import open_sandbox
         from worldsmith.core.grading import extract_answers, tolerant
 
-        code = await asyncio.to_thread(reference_solution_code, world_dir, p.id)
+        # the script prints the value in the unit the task asks for; truth is compared in that unit too
+        factor = (await asyncio.to_thread(world_answer_specs, world_dir))[p.id].factor
+        code = await asyncio.to_thread(reference_solution_code, world_dir, p.id, factor)
         async with open_sandbox(self.sandbox, inputs=[world_dir / "data"]) as sb:  # the scripts read data/…
             result = await sb.run(code, timeout=self.timeout_s)
         got = extract_answers(result.stdout).get(p.id)
-        ok = result.ok and tolerant(p.tolerance.abs or None, p.tolerance.rel or None)(float(p.value), got)
+        ok = result.ok and tolerant((p.tolerance.abs or 0.0) * factor or None,
+                                    p.tolerance.rel or None)(float(p.value) * factor, got)
         return {"ok": ok, "code": code, "output": result.to_observation(4000), "value": got}
 
 
@@ -248,7 +261,7 @@ class PackageTasks(Operator):
     category = "generate"
     description = ("Package verified closed-form tasks and report tasks with rubrics into a task collection, with "
                    "reference solutions and oracle trajectories; at most max_tasks, each phenomenon once.")
-    inputs = ("spec", "request", "request_by", "verified", "world_dir", "tasks_dir", "max_tasks")
+    inputs = ("spec", "request", "request_by", "request_errors", "verified", "world_dir", "tasks_dir", "max_tasks")
     outputs = ("task_ids",)
 
     async def transform(self, rows: list[Row], binding: Binding, storage: StepStorage, index: int) -> list[Row]:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from worldsmith.core.answer_spec import AnswerFacets
 from worldsmith.core.schemas import (Action, AnswerSpec, DeliverableSpec, Difficulty, Provenance, Rubric, Step, Task,
                                      Tolerance, Trajectory)
 from worldsmith.core.store import write_model
@@ -22,10 +23,20 @@ def _oracle(task: Task, code: str, output: str, answer: str, model: str = "refer
                       user_prompt=task.instruction, steps=steps, final_answer=answer, status="answered")
 
 
+def scaled_tolerance(p: Any, facets: AnswerFacets) -> Tolerance:
+    """Truth's tolerance in the answer's unit, never tighter than the rounding the instruction asks for."""
+    abs_tol = (p.tolerance.abs or 0.0) * facets.factor
+    if facets.decimals is not None:
+        abs_tol = max(abs_tol, 0.5 * 10 ** -facets.decimals)
+    return Tolerance(abs=abs_tol or None, rel=p.tolerance.rel or None)
+
+
 async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Callable[[str], None]) -> list[str]:
     """The tasks of one spec row: a closed-form task per verified phenomenon not yet `taken` (at most `budget`),
     then a report task over them. Re-packaging an identical task is a no-op, so a rerun after a kill is safe."""
     from worldsmith.agents.world_writers import deliverable_block
+    from worldsmith.core.answer_spec import lint_answer_spec
+    from worldsmith.evolution.worlds.answer_specs import world_answer_specs
     from worldsmith.evolution.worlds.audit import load_contract
     from worldsmith.evolution.worlds.tasks import TaskSpec, load_ledger, method_items, rubric_items
     from worldsmith.graphs.world_ops import _data_files, world_id_of
@@ -36,10 +47,13 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
     spec = TaskSpec.model_validate(v["spec"])
     verified: dict[str, dict[str, str]] = v["verified"] or {}
     contract = await asyncio.to_thread(load_contract, world_dir)
-    ref = await asyncio.to_thread(workspace_ref, world_dir, _data_files(world_dir))
+    files = _data_files(world_dir)
+    ref = await asyncio.to_thread(workspace_ref, world_dir, files)
+    facets = await asyncio.to_thread(world_answer_specs, world_dir)
     coll = TaskCollection(v["tasks_dir"])
     world_id = world_id_of(world_dir)
     request, by = v["request"], v["request_by"]
+    request_meta = {"request_by": by, **({"request_rejected": v["request_errors"]} if v.get("request_errors") else {})}
     written: list[str] = []
 
     async def package(task: Task, code: str, output: str, answer: str) -> None:
@@ -49,29 +63,38 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
 
     common = dict(workspace=ref, category=spec.kind, tags=[contract.domain.value, spec.target],
                   provenance=Provenance(source="world", world_id=world_id, category=spec.kind, produced_by=[by, "engine"]))
+    lintable = [p for p in spec.phenomena if p.id in verified]
+    problems = {p.id: lint_answer_spec(facets[p.id], files) for p in lintable}
+    for pid, why in problems.items():
+        if why:
+            note(f"{pid} dropped: its answer spec leaves a facet open ({'; '.join(why)})")
+    verified = {k: val for k, val in verified.items() if not problems.get(k)}
     for p in spec.phenomena:
         if p.id not in verified or p.id in taken or len(written) >= budget:
             continue
         taken.add(p.id)
         got = verified[p.id]
-        tol = Tolerance(abs=p.tolerance.abs or None, rel=p.tolerance.rel or None)
+        f = facets[p.id]
         task = Task(id=f"{world_id}-{spec.kind}-{spec.target}-{p.id}".replace("_", "-")[:120], kind="closed_form",
-                    instruction=request + deliverable_block(spec, contract, p.id),
+                    instruction=request + deliverable_block(spec, contract, f),
                     deliverable=DeliverableSpec(format="answer_tags", answer_names=[p.id]),
-                    answers=[AnswerSpec(name=p.id, value=round(float(p.value), 6), tolerance=tol)],
-                    difficulty=Difficulty(level="medium"), metadata={"phenomenon": p.id, "target": spec.target}, **common)
+                    answers=[AnswerSpec(name=p.id, value=round(float(p.value) * f.factor, 6), tolerance=scaled_tolerance(p, f),
+                                        unit=f.grading_unit, description=f.aggregation, spec=f)],
+                    difficulty=Difficulty(level="medium"),
+                    metadata={"phenomenon": p.id, "target": spec.target, **request_meta}, **common)
         await package(task, got["code"], got["output"], f"@{p.id}[{got['value']}]")
         note(f"{task.id} (closed form) verified and written")
     computed = [p for p in spec.phenomena if p.id in verified]
     if not computed or len(written) >= budget:
         return written
     spec = spec.model_copy(update={"phenomena": computed})
-    rubric = Rubric(criteria=rubric_items(spec, contract)
+    rubric = Rubric(criteria=rubric_items(spec, contract, facets)
                     + method_items(spec, await asyncio.to_thread(load_ledger, world_dir)))
     task = Task(id=f"{world_id}-{spec.kind}-{spec.target}-report".replace("_", "-")[:120], kind="report",
-                instruction=request + deliverable_block(spec, contract, None),
+                instruction=request + deliverable_block(spec, contract, None, [facets[p.id] for p in computed]),
                 deliverable=DeliverableSpec(format="markdown", filename="answer.md"), rubric=rubric,
-                difficulty=Difficulty(level="hard"), metadata={"target": spec.target, "related": spec.related}, **common)
+                difficulty=Difficulty(level="hard"),
+                metadata={"target": spec.target, "related": spec.related, **request_meta}, **common)
     await package(task, "\n\n".join(f"# --- {p.id}\n{verified[p.id]['code']}" for p in computed),
                   "\n".join(verified[p.id]["output"] for p in computed),
                   "\n".join(f"- {p.statement}" for p in computed))

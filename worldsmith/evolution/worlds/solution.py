@@ -96,8 +96,9 @@ def _joins(c: WorldContract, plan: ReconcilePlan, entity: str, used: set[str]) -
     return lines
 
 
-def reference_solution_code(world_dir: str | Path, phenomenon_id: str) -> str:
-    """Standalone script recomputing a phenomenon from the observed files, as the auditor does."""
+def reference_solution_code(world_dir: str | Path, phenomenon_id: str, scale: float = 1.0) -> str:
+    """Standalone script recomputing a phenomenon from the observed files, as the auditor does; `scale` turns the
+    recipe's value into the answer spec's unit (100: a rate in percent or percentage points)."""
     world_dir = Path(world_dir)
     c = load_contract(world_dir)
     ph = c.phenomenon(phenomenon_id)
@@ -119,7 +120,10 @@ def reference_solution_code(world_dir: str | Path, phenomenon_id: str) -> str:
         body.append(f"frame = apply_where({entity}, {where_args(ph.recipe)!r})")
         frame = "frame"
     args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    body += [f"value = {fn}({frame}, {args})", f'print("@{phenomenon_id}[%s]" % (value,))']
+    body.append(f"value = {fn}({frame}, {args})")
+    if scale != 1.0:
+        body.append(f"value = value * {scale!r}  # in the unit the task asks for")
+    body.append(f'print("@{phenomenon_id}[%s]" % (value,))')
     if "read_table" in used:
         used.add("read_sheets")
     funcs = [inspect.getsource(getattr(kernels, n)) for n in _with_dependencies(used)]

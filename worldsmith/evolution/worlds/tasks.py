@@ -17,6 +17,7 @@ import networkx as nx
 import numpy as np
 from pydantic import BaseModel, Field
 
+from worldsmith.core.answer_spec import AnswerFacets, quantity_sentence
 from worldsmith.core.schemas import Criterion, Tolerance
 
 from .artifacts import PhenomenonTruth
@@ -136,31 +137,42 @@ def quantity_phrase(statement_template: str) -> str:
     return re.sub(r"\{value[^}]*\}", "X", statement_template)
 
 
-def _tol(p: PhenomenonTruth) -> Tolerance:
+def _tol(p: PhenomenonTruth, factor: float = 1.0) -> Tolerance:
     t = p.tolerance.model_dump() if hasattr(p.tolerance, "model_dump") else dict(p.tolerance)
-    return Tolerance(abs=t.get("abs") or None, rel=t.get("rel") or None)
+    return Tolerance(abs=(t.get("abs") or 0.0) * factor or None, rel=t.get("rel") or None)
 
 
-def rubric_items(spec: TaskSpec, contract: WorldContract) -> list[Criterion]:
-    """Ground-truth rubric items: computations from canonical values, insights from the DAG, and negative items
-    for conclusions the world contradicts."""
+def rubric_items(spec: TaskSpec, contract: WorldContract,
+                 facets: dict[str, AnswerFacets] | None = None) -> list[Criterion]:
+    """Ground-truth rubric items: computations from canonical values (in the unit the instruction asks for, tied
+    to its sentence), directional insights from the DAG, and negative items for conclusions the world contradicts."""
     items: list[Criterion] = []
     templates = {p.id: p.statement for p in contract.phenomena}
     for p in spec.phenomena:
         if not isinstance(p.value, (int, float)):
             continue
-        phrase = quantity_phrase(templates.get(p.id, p.statement))
+        f = (facets or {}).get(p.id)
+        if f is None:
+            phrase = quantity_phrase(templates.get(p.id, p.statement))
+            items.append(Criterion(id=f"comp_{p.id}", section="computation", polarity="+", type="filter",
+                                   observable=f"the value X in: {phrase}", satisfy=f"reports X ≈ {p.value:.4g}",
+                                   violate="reports a different value or none", expected_value=float(p.value),
+                                   tolerance=_tol(p), source="gt", weight=2.0))
+            continue
+        value = float(p.value) * f.factor
         items.append(Criterion(id=f"comp_{p.id}", section="computation", polarity="+", type="filter",
-                               observable=f"the value X in: {phrase}", satisfy=f"reports X ≈ {p.value:.4g}",
-                               violate="reports a different value or none", expected_value=float(p.value),
-                               tolerance=_tol(p), source="gt", weight=2.0))
+                               observable=f"the number `{p.id}`: {quantity_sentence(f)}",
+                               satisfy=f"reports `{p.id}` ≈ {value:.4g} {f.unit_words}",
+                               violate="reports a different value, another quantity or none", expected_value=value,
+                               tolerance=_tol(p, f.factor), unit=f.grading_unit, source="gt", weight=2.0))
     verb = "drives" if spec.kind == "cause" else "is affected by"
     for r in spec.related:
         subj, obj = (r, spec.target) if spec.kind == "cause" else (spec.target, r)
         direction = spec.directions.get(r, "changes")
+        claim = f"{subj} {direction} {obj}" if direction != "changes" else _level_claim(contract, subj, obj)
         items.append(Criterion(id=f"ins_{r}", section="insight", polarity="+", type="preference",
                                observable=f"whether the report names {r} in relation to {spec.target}",
-                               satisfy=f"identifies that {subj} {direction} {obj}",
+                               satisfy=f"identifies that {claim}",
                                violate=f"omits {r} or states the opposite direction", source="gt", weight=1.0))
     for spurious, confounder in spec.confounded:
         items.append(Criterion(id=f"neg_conf_{spurious}", section="insight", polarity="-", type="preference",
@@ -175,6 +187,19 @@ def rubric_items(spec: TaskSpec, contract: WorldContract) -> list[Criterion]:
                                observable=f"claims that {rel}", satisfy=f"asserts that {rel}",
                                violate=f"does not claim that {rel}", source="gt", weight=0.5))
     return items
+
+
+def _level_claim(contract: WorldContract, src: str, target: str) -> str:
+    """A directional claim for a categorical source: which level raises the target most, which least."""
+    for e in contract.incoming(target):
+        levels = getattr(e.mechanism, "levels", None) if src in e.sources else None
+        if levels:  # labels not listed have effect 0
+            hi, lo = max(levels.items(), key=lambda kv: kv[1]), min(levels.items(), key=lambda kv: kv[1])
+            parts = ([f"highest when {src} is {hi[0]!r}"] if hi[1] > 0 else []) + (
+                [f"lowest when {src} is {lo[0]!r}"] if lo[1] < 0 else [])
+            if parts:
+                return f"{target} is " + " and ".join(parts)
+    return f"{src} changes {target} (say in which direction)"
 
 
 _METHOD_TEXT = {

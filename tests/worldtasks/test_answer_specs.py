@@ -1,0 +1,170 @@
+"""Answer specs read one way: every recoverable quantity of worlds from several templates passes the lint, and
+an independent pandas solver that reads only the rendered instruction reproduces its expected value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worldsmith.core.answer_spec import (AnswerFacets, Comparison, Filter, Measure, Side, Window, answer_line,
+                                         lint_answer_spec, render_answer_spec)
+from worldsmith.core.grading import tolerant
+from worldsmith.evolution.worlds.answer_specs import world_answer_specs
+from worldsmith.evolution.worlds.audit import load_contract, load_phenomena_truth, read_audit, recoverable_phenomena
+from worldsmith.evolution.worlds.templates import load_template
+from worldsmith.evolution.worlds.world import build_world
+from worldsmith.graphs.world_ops import _data_files
+from worldsmith.graphs.world_tasks import scaled_tolerance
+
+from .answer_text import solve
+
+# every recipe kind is covered: mean_diff, share (+where), slope, pre_post (with and without window), distinct
+# count, group_mean, corr, lagged_corr, mean
+TEMPLATES = ["customer_pricing", "commercial_growth", "experimental_science", "clinical", "epidemiology"]
+
+
+@pytest.fixture(scope="module", params=TEMPLATES)
+def clean_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A world whose files carry no defects, so a plain pandas reading of the instruction is the whole method."""
+    c = load_template(request.param, rows=2000)
+    systems = [s.model_copy(update={"defects": [], "id_style": "canonical"}) for s in c.systems]
+    out = tmp_path_factory.mktemp("clean") / request.param
+    build_world(c.model_copy(update={"systems": systems}), 5, out)
+    return out
+
+
+def test_every_recoverable_quantity_is_linted_clean_and_reproduced_from_the_instruction(clean_world: Path) -> None:
+    facets = world_answer_specs(clean_world)
+    truth = load_phenomena_truth(clean_world)
+    files = _data_files(clean_world)
+    checked = 0
+    for r in recoverable_phenomena(read_audit(clean_world)):
+        p = truth[r.id]
+        if not isinstance(p.value, (int, float)):
+            continue
+        f = facets[r.id]
+        assert lint_answer_spec(f, files) == [], r.id
+        text = render_answer_spec(f)
+        got = solve(clean_world, text)
+        tol = scaled_tolerance(p, f)
+        expected = float(p.value) * f.factor
+        assert abs(got - expected) <= max(tol.abs or 0, (tol.rel or 0) * abs(expected)), (r.id, got, expected, text)
+        # the rounded answer the instruction asks for is graded right in every spelling of its unit
+        shown = f"{got:.{f.decimals}f}"
+        assert tolerant(tol.abs, tol.rel, f.grading_unit)(expected, shown), (r.id, shown, expected)
+        checked += 1
+    assert checked >= 3
+
+
+def _spec(**kw) -> AnswerFacets:
+    base = dict(name="uplift", quantity="difference",
+                measure=Measure(variable="churned", description="cancelled", files=["data/crm.csv"]),
+                population="the accounts, one row per account_id", window=Window(all_dates=True),
+                aggregation="mean of churned over A minus over B",
+                comparison=Comparison(a=Side(label="test", filters=[Filter(column="arm", value="test")]),
+                                      b=Side(label="control", filters=[Filter(column="arm", value="control")])),
+                scale="percentage_points", factor=100.0, decimals=1)
+    return AnswerFacets(**{**base, **kw})
+
+
+def test_answer_line_states_the_unit_and_the_rendering_every_facet() -> None:
+    s = _spec()
+    assert answer_line(s) == "@uplift[value in percentage points, e.g. 12.3]"
+    text = render_answer_spec(s)
+    for facet in ("Measure:", "Population:", "Filters:", "Time window:", "Computation:", "Comparison and sign: A minus B",
+                  "Unit: percentage points", "Rounding: 1 decimal place", "`data/crm.csv`"):
+        assert facet in text
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"measure": Measure(variable="churned", files=[])}, "names no observed file"),
+    ({"measure": Measure(variable="churned", files=["data/data_dictionary.md"])}, "not a data file"),
+    ({"window": Window()}, "time window is open"),
+    ({"comparison": None}, "needs its comparison"),
+    ({"decimals": None}, "rounding is open"),
+    ({"scale": "currency", "unit_label": None}, "unit is open"),
+    ({"quantity": "slope", "comparison": None}, "needs the other variable"),
+    ({"population": " "}, "population is open"),
+])
+def test_lint_refuses_a_spec_that_leaves_a_facet_open(change: dict, problem: str) -> None:
+    assert lint_answer_spec(_spec()) == []
+    assert any(problem in p for p in lint_answer_spec(_spec(**change)))
+
+
+def test_lint_refuses_a_file_the_task_does_not_ship() -> None:
+    assert any("not in the task's data files" in p for p in lint_answer_spec(_spec(), ["data/billing.sqlite"]))
+
+
+def test_grading_accepts_unit_spellings_and_refuses_another_quantity() -> None:
+    pp = _spec()
+    ok = tolerant(0.05, None, pp.grading_unit)
+    for answer in ("7.2", "7.2 pp", "7.2%", "+7.2 percentage points"):
+        assert ok(7.2, answer), answer
+    for answer in ("0.072", "-7.2", "$7.2", "7.2 USD"):
+        assert not ok(7.2, answer), answer
+    share = _spec(quantity="share", comparison=None, scale="percent")
+    assert tolerant(0.05, None, share.grading_unit)(12.3, "12.3%")
+    assert not tolerant(0.05, None, share.grading_unit)(12.3, "0.123")
+    usd = _spec(scale="currency", unit_label="USD", factor=1.0)
+    assert tolerant(0.005, None, usd.grading_unit)(4.5, "$4.50")
+    assert not tolerant(0.005, None, usd.grading_unit)(4.5, "4.5%")
+
+
+def test_rates_are_percent_and_rate_differences_percentage_points(world: Path) -> None:
+    facets = world_answer_specs(world)
+    assert facets["test_churn_gap"].scale == "percentage_points" and facets["test_churn_gap"].factor == 100
+    assert facets["test_price_gap"].scale != "percentage_points" and facets["test_price_gap"].factor == 1
+    onboarding = facets["onboarding_effect"]
+    assert onboarding.comparison is not None and onboarding.comparison.a.window.start.isoformat() == "2024-02-01"
+
+
+def test_statement_templates_do_not_give_the_direction_away() -> None:
+    from worldsmith.evolution.worlds.templates import list_templates
+
+    for t in list_templates():
+        c = load_template(t.domain) if hasattr(t, "domain") else t
+        for p in c.phenomena:
+            if p.recipe.op in ("mean_diff", "slope", "pre_post"):
+                words = set(p.statement.lower().replace(".", " ").split())
+                assert not words & {"higher", "more", "longer", "adds", "increases", "lower", "less"}, p.statement
+
+
+def test_the_pricing_world_specs_are_complete(world: Path) -> None:
+    files = _data_files(world)
+    c = load_contract(world)
+    for pid, f in world_answer_specs(world).items():
+        assert lint_answer_spec(f, files) == [], pid
+        assert c.phenomenon(pid)
+
+
+def test_packaging_drops_a_task_whose_spec_leaves_a_facet_open(world: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from worldsmith.core.taskpkg import TaskCollection
+    from worldsmith.evolution.worlds import answer_specs
+    from worldsmith.evolution.worlds.tasks import sample_specs
+    from worldsmith.graphs.world_tasks import package_spec
+
+    spec = next(s for s in sample_specs(world, max_tasks=10, seed=0)
+                if sum(isinstance(p.value, (int, float)) for p in s.phenomena) >= 2)
+    numeric = [p for p in spec.phenomena if isinstance(p.value, (int, float))]
+    full = world_answer_specs(world)
+    broken = {**full, numeric[0].id: full[numeric[0].id].model_copy(update={"decimals": None})}
+    monkeypatch.setattr(answer_specs, "world_answer_specs", lambda _: broken)
+    verified = {p.id: {"code": f"print('@{p.id}[1]')", "output": f"@{p.id}[1]", "value": "1"} for p in numeric}
+    notes: list[str] = []
+    row = {"world_dir": str(world), "spec": spec.model_dump(mode="json"), "verified": verified,
+           "tasks_dir": str(tmp_path / "tasks"), "request": "Can you look into it?", "request_by": "template:request",
+           "request_errors": ["the request must name what it is about"]}
+    ids = asyncio.run(package_spec(row, set(), 10, notes.append))
+    assert any(numeric[0].id in n and "rounding is open" in n for n in notes)
+    tasks = {t.id: t for t in TaskCollection(tmp_path / "tasks").tasks()}
+    closed = [t for t in tasks.values() if t.kind == "closed_form"]
+    assert closed and all(t.answers[0].name != numeric[0].id for t in closed)
+    assert all(t.metadata["request_rejected"] for t in tasks.values()) and set(ids) == set(tasks)
+    for t in closed:  # expected values and units come from the spec, and the instruction renders it
+        f = full[t.answers[0].name]
+        assert t.answers[0].unit == f.grading_unit and t.answers[0].spec == f
+        assert t.instruction.endswith("End your answer with " + answer_line(f))
