@@ -68,7 +68,8 @@ def test_rerunning_world_new_reports_the_world_as_it_is(runs: Path, tmp_path: Pa
     assert again.exit_code == 0, again.output
     assert f"recoverable phenomena: {len(recoverable)};" in text(again.output) and "not rebuilt" in text(again.output)
     assert (world / "REPORT.md").read_bytes() == report  # the world's report is left as the build wrote it
-    made = sorted(runs.glob("*-world-*"))
+    # in start order (two runs in the same second differ only in their random suffix, so names do not sort by time)
+    made = sorted(runs.glob("*-world-*"), key=lambda r: json.loads((r / "events.jsonl").read_text().splitlines()[0])["ts"])
     assert len(made) == 2  # each `world new` leaves its own run directory
     for run in made:
         assert all((run / n).is_file() for n in ("config.json", "events.jsonl", "report.md", "request.json"))
