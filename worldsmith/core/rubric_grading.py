@@ -399,18 +399,20 @@ def judge_from_env(prompt_dir: str | os.PathLike[str], env: Mapping[str, str] | 
 
 
 def read_deliverable(response: str | os.PathLike[str] | None, workspace: str | os.PathLike[str] | None,
-                     inputs: Sequence[str] = ()) -> str:
+                     inputs: Sequence[str] = (), exclude_dirs: Sequence[str | os.PathLike[str]] = ()) -> str:
     """The response file's text plus the text files the solver wrote in the workspace (each capped); `inputs`
-    (paths relative to the workspace: the task's own data files) are not the solver's and are skipped."""
+    (paths relative to the workspace: the task's own data files) and `exclude_dirs` (the verifier's own
+    folder, should it sit inside the workspace) are not the solver's and are skipped."""
     parts = []
     resp = Path(response).resolve() if response is not None else None
     if resp is not None and resp.is_file():
         parts.append(resp.read_text(encoding="utf-8", errors="replace"))
     if workspace is not None and Path(workspace).is_dir():
         root, given = Path(workspace), set(inputs)
+        excluded = [Path(d).resolve() for d in exclude_dirs]
         for p in sorted(root.rglob("*")):
             if (not p.is_file() or p.suffix.lower() not in TEXT_SUFFIXES or p.resolve() == resp
-                    or p.relative_to(root).as_posix() in given):
+                    or p.relative_to(root).as_posix() in given or any(p.resolve().is_relative_to(d) for d in excluded)):
                 continue
             parts.append(f"\n\n--- file: {p.relative_to(root).as_posix()} ---\n"
                          + p.read_text(encoding="utf-8", errors="replace")[:MAX_WORKSPACE_FILE_CHARS])
@@ -450,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs_file = here / "workspace_inputs.json"  # the task's own data files, listed when the package was written
     inputs = json.loads(inputs_file.read_text(encoding="utf-8")) if inputs_file.is_file() else []
     response = args[1]
-    text = read_deliverable(response, opts.get("--workspace"), inputs)
+    text = read_deliverable(response, opts.get("--workspace"), inputs, exclude_dirs=[here])
     result = grade_rubric(rubric["criteria"], text, judge=judge, instruction=instruction)
     result["response_found"] = Path(response).is_file()
     out = json.dumps(result, indent=2, default=str)
