@@ -200,3 +200,22 @@ def test_worldsmith_task_grade_matches_the_package_verifier(tmp_path: Path, monk
     assert "score 1.000" in r.output
     r = runner.invoke(app, ["task", "grade", str(tmp_path), "--response", str(out_dir / "cf.md")])
     assert r.exit_code == 2 and "not a task package" in r.output
+
+
+def test_worldsmith_task_grade_uses_the_judge_endpoint_from_the_environment(tmp_path: Path, monkeypatch,
+                                                                            fake_openai) -> None:  # noqa: F811
+    """The same variables the container's verifier reads; they are not mistaken for unknown settings."""
+    from worldsmith.cli import app
+
+    monkeypatch.setenv("WORLDSMITH_JUDGE_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("WORLDSMITH_JUDGE_MODEL", "fake-model")
+    pkg = write_task_package(_report(_workspace(tmp_path)), tmp_path / "pkgs" / "rp1")
+    answer = tmp_path / "solver" / "answer.md"
+    answer.parent.mkdir()
+    answer.write_text(REPORT)
+    fake_openai.enqueue(Action.reply(JUDGE_REPLY))
+    r = CliRunner().invoke(app, ["task", "grade", str(pkg), "--response", str(answer), "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["score"] == pytest.approx(2 / 3) and data["ungraded"] == []
+    assert fake_openai.request_count == 1
