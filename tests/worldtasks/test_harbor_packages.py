@@ -70,6 +70,8 @@ def test_dockerfile_puts_every_task_file_at_the_workdir_with_a_pinned_stack(pack
         for top in {f.path.split("/", 1)[0] for f in task.workspace.files}:
             assert f'["{top}", "/workspace/{top}"]' in docker, (pkg.name, top)
             assert (pkg / "environment" / top).exists()
+        answer = f"/workspace/{harbor_layout.answer_file(task)}"  # where the agent is told to save, and test.sh reads
+        assert f"`{answer}`" in (pkg / "instruction.md").read_text() and answer in (pkg / "tests" / "test.sh").read_text()
         pins = docker.split("pip install --no-cache-dir ", 1)[1].split("\n", 1)[0].split()
         assert {p.split("==")[0] for p in pins} >= {"pandas", "numpy", "scipy", "statsmodels", "scikit-learn",
                                                    "openpyxl", "pyarrow"}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.schemas import Task
+from worldsmith.prompts import load_prompt
 
 SCHEMA_VERSION = "1.4"
 WORKDIR = "/workspace"
@@ -67,6 +68,13 @@ python3 "$here/solve.py" | tee "$answer"
 def answer_file(task: Task) -> str:
     """Where the agent writes its answer, relative to the workdir: the deliverable's file, else answer.md."""
     return task.deliverable.filename or DEFAULT_ANSWER_FILE
+
+
+def instruction_md(task: Task) -> str:
+    """instruction.md: the task's instruction plus where to save the answer (a Harbor agent is graded on files)."""
+    delivery = load_prompt("package_delivery.md").strip().format(workdir=WORKDIR,
+                                                                 answer_path=f"{WORKDIR}/{answer_file(task)}")
+    return f"{task.instruction.rstrip()}\n\n{delivery}\n"
 
 
 def test_sh(task: Task) -> str:

@@ -97,7 +97,7 @@ def write_task_package(task: Task, dest: str | os.PathLike[str], *, files_root: 
             if _sha256(target) != f.sha256:
                 raise ArtifactError(f"task {task.id}: {src_root / f.path} changed since the task was made (hash mismatch)")
         (env / "Dockerfile").write_text(harbor_layout.dockerfile(task), encoding="utf-8")
-        (tmp / "instruction.md").write_text(task.instruction.rstrip() + "\n", encoding="utf-8")
+        (tmp / "instruction.md").write_text(harbor_layout.instruction_md(task), encoding="utf-8")
         (tmp / "task.json").write_text(_task_json(packaged), encoding="utf-8")
         (tmp / "task.toml").write_text(tomli_w.dumps(_task_toml(task)), encoding="utf-8")
         _write_tests(task, tmp / "tests")
