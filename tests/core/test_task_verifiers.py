@@ -219,3 +219,23 @@ def test_worldsmith_task_grade_uses_the_judge_endpoint_from_the_environment(tmp_
     data = json.loads(r.output)
     assert data["score"] == pytest.approx(2 / 3) and data["ungraded"] == []
     assert fake_openai.request_count == 1
+
+
+def test_worldsmith_task_grade_prefers_the_configured_judge_role(tmp_path: Path, scripted) -> None:
+    from worldsmith.cli import app
+
+    from worldsmith.llm.providers.scripted import _SCRIPTS
+
+    script, _ = scripted
+    name = next(n for n, s in _SCRIPTS.items() if s is script)  # the model name the fixture registered it under
+    script.on("recommends_audit", JUDGE_REPLY, role="judge")
+    pkg = write_task_package(_report(_workspace(tmp_path)), tmp_path / "pkgs" / "rp1")
+    answer = tmp_path / "solver" / "answer.md"
+    answer.parent.mkdir()
+    answer.write_text(REPORT)
+    r = CliRunner().invoke(app, ["--set", f"home={tmp_path / 'home'}", "--set", "llm.cache=false",
+                                 "--set", f'llm.roles.judge={{"provider": "scripted", "model": "{name}"}}',
+                                 "task", "grade", str(pkg), "--response", str(answer), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["score"] == pytest.approx(2 / 3)
+    assert [q.role for q in script.requests] == ["judge"]

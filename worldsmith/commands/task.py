@@ -50,6 +50,7 @@ def _role_judge() -> rg.Judge | None:
         return None
     from worldsmith.commands.common import runtime
     from worldsmith.core.schemas import Criterion
+    from worldsmith.llm.errors import LLMError
     from worldsmith.training.judge import judge as llm_judge
 
     llm = runtime().llm
@@ -57,7 +58,7 @@ def _role_judge() -> rg.Judge | None:
     def call(criteria, text, instruction):  # noqa: ANN001, ANN202 - rg.Judge
         try:
             verdicts = llm_judge(llm, [Criterion.model_validate(c) for c in criteria], text, instruction)
-        except (ValueError, RuntimeError) as exc:
+        except (LLMError, ValueError) as exc:  # as training/graders.py: the judged items stay ungraded
             raise rg.JudgeError(f"llm.roles.judge: {type(exc).__name__}: {exc}") from exc
         return {k: {"met": v.met, "evidence": v.evidence} for k, v in verdicts.items()}
 
