@@ -15,7 +15,15 @@ from typer.testing import CliRunner
 
 from tests.fakes.fake_openai import Action, fake_openai  # noqa: F401  (fixture)
 from worldsmith.core import rubric_grading
-from worldsmith.core.schemas import AnswerSpec, Criterion, DeliverableSpec, Provenance, Rubric, Task, Tolerance
+from worldsmith.core.schemas import (
+    AnswerSpec,
+    Criterion,
+    DeliverableSpec,
+    Provenance,
+    Rubric,
+    Task,
+    Tolerance,
+)
 from worldsmith.core.taskpkg import workspace_ref, write_task_package
 
 REPORT = ("# Findings\n\nThe north region total amount is 10 EUR.\nThe south region total amount is 25 EUR.\n\n"
@@ -142,7 +150,7 @@ def test_report_verifier_without_judge_writes_the_deterministic_partial_reward(t
 
 
 def test_report_verifier_grades_judge_items_through_an_openai_compatible_endpoint(
-        tmp_path: Path, clean_python: Path, fake_openai) -> None:  # noqa: F811
+        tmp_path: Path, clean_python: Path, fake_openai) -> None:
     pkg = write_task_package(_report(_workspace(tmp_path)), tmp_path / "pkgs" / "rp1")
     answer = tmp_path / "workspace" / "answer.md"
     answer.parent.mkdir()
@@ -163,7 +171,7 @@ def test_report_verifier_grades_judge_items_through_an_openai_compatible_endpoin
 
 
 def test_report_verifier_keeps_the_partial_reward_when_the_judge_fails(tmp_path: Path, clean_python: Path,
-                                                                      fake_openai) -> None:  # noqa: F811
+                                                                      fake_openai) -> None:
     pkg = write_task_package(_report(_workspace(tmp_path)), tmp_path / "pkgs" / "rp1")
     answer = tmp_path / "solver" / "answer.md"
     answer.parent.mkdir()
@@ -203,7 +211,7 @@ def test_worldsmith_task_grade_matches_the_package_verifier(tmp_path: Path, monk
 
 
 def test_worldsmith_task_grade_uses_the_judge_endpoint_from_the_environment(tmp_path: Path, monkeypatch,
-                                                                            fake_openai) -> None:  # noqa: F811
+                                                                            fake_openai) -> None:
     """The same variables the container's verifier reads; they are not mistaken for unknown settings."""
     from worldsmith.cli import app
 
@@ -223,7 +231,6 @@ def test_worldsmith_task_grade_uses_the_judge_endpoint_from_the_environment(tmp_
 
 def test_worldsmith_task_grade_prefers_the_configured_judge_role(tmp_path: Path, scripted) -> None:
     from worldsmith.cli import app
-
     from worldsmith.llm.providers.scripted import _SCRIPTS
 
     script, _ = scripted
@@ -239,3 +246,14 @@ def test_worldsmith_task_grade_prefers_the_configured_judge_role(tmp_path: Path,
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["score"] == pytest.approx(2 / 3)
     assert [q.role for q in script.requests] == ["judge"]
+
+
+def test_report_verifier_bad_usage_and_bad_rubric_exit_2(tmp_path: Path, clean_python: Path) -> None:
+    pkg = write_task_package(_report(_workspace(tmp_path)), tmp_path / "pkgs" / "rp1")
+    py = str(clean_python / "python3")
+    r = subprocess.run([py, str(pkg / "tests" / "grade_report.py")], capture_output=True, text=True)
+    assert r.returncode == 2 and "usage: grade_report.py" in r.stderr
+    (tmp_path / "bad.json").write_text("{not json")
+    r = subprocess.run([py, str(pkg / "tests" / "grade_report.py"), str(tmp_path / "bad.json"), "x.md"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "bad.json is not valid JSON" in r.stderr

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
-from worldsmith.commands.common import EXIT_USAGE, STATE, console, emit_json, fail
 import worldsmith.prompts
+from worldsmith.commands.common import EXIT_USAGE, STATE, console, emit_json, fail
 from worldsmith.core import grading
 from worldsmith.core import rubric_grading as rg
 from worldsmith.core.schemas import Task
@@ -55,7 +55,7 @@ def _role_judge() -> rg.Judge | None:
 
     llm = runtime().llm
 
-    def call(criteria, text, instruction):  # noqa: ANN001, ANN202 - rg.Judge
+    def call(criteria, text, instruction):
         try:
             verdicts = llm_judge(llm, [Criterion.model_validate(c) for c in criteria], text, instruction)
         except (LLMError, ValueError) as exc:  # as training/graders.py: the judged items stay ungraded

@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
-from worldsmith.core.rubric_grading import JUDGE_ENV
 from worldsmith.core.llm_config import LLMConfig
+from worldsmith.core.rubric_grading import JUDGE_ENV
 from worldsmith.core.sandbox_config import SandboxConfig
 
 ENV_PREFIX = "WORLDSMITH_"

@@ -419,11 +419,12 @@ def read_deliverable(response: str | os.PathLike[str] | None, workspace: str | o
     return "".join(parts)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`grade_report.py rubric.json RESPONSE [reward.txt] [--workspace DIR] [--instruction FILE] [--json OUT]`.
+USAGE = "usage: grade_report.py rubric.json RESPONSE [reward.txt] [--workspace DIR] [--instruction FILE] [--json OUT]"
 
-    Prints the verdicts as JSON (and writes them to --json OUT), writes the score to reward.txt; exit 0 passed,
-    1 not passed, 2 bad usage."""
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The verifier (USAGE): prints the verdicts as JSON (also to --json OUT) and writes the score to reward.txt;
+    exit 0 passed, 1 not passed, 2 bad usage."""
     args = list(sys.argv[1:] if argv is None else argv)
     opts: dict[str, str] = {}
     for flag in ("--workspace", "--instruction", "--json"):
@@ -435,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             opts[flag] = args.pop(i + 1)
             args.pop(i)
     if len(args) not in (2, 3):
-        print(main.__doc__.split("\n")[0].strip("`. "), file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     here = Path(__file__).resolve().parent
     try:

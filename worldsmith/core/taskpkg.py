@@ -41,6 +41,7 @@ from worldsmith.core.store import (
     write_jsonl,
 )
 
+
 def workspace_ref(root: str | os.PathLike[str], files: Iterable[str] | None = None, *, keep_root: bool = True) -> WorkspaceRef:
     """Hash a workspace: every file under root, or just the given relative paths."""
     root = Path(root)

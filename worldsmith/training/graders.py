@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from worldsmith.core import grading
 from worldsmith.core import rubric_grading as rg
@@ -27,8 +26,8 @@ from worldsmith.training.judge import StructuredLLM, ajudge
 #: A rubric response passes when its normalised score reaches this and no filter item fails.
 RUBRIC_PASS_THRESHOLD = rg.RUBRIC_PASS_THRESHOLD
 #: Text deliverables read from the workspace are capped so one huge file cannot blow up a judge prompt.
-MAX_WORKSPACE_FILE_CHARS = 50_000
-_TEXT_SUFFIXES = {".md", ".txt", ".json", ".csv", ".tsv", ".html", ".py", ".log", ".yaml", ".yml", ""}
+MAX_WORKSPACE_FILE_CHARS = rg.MAX_WORKSPACE_FILE_CHARS
+_TEXT_SUFFIXES = rg.TEXT_SUFFIXES
 
 WorkspaceFiles = Mapping[str, str] | Iterable[str | os.PathLike[str]] | None
 

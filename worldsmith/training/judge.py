@@ -13,8 +13,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from worldsmith.core.aio import run_sync
 from worldsmith.core import rubric_grading as rg
+from worldsmith.core.aio import run_sync
 from worldsmith.core.rubric_grading import (  # noqa: F401  (public API)
     MAX_CRITERIA_PER_CALL,
     MAX_INSTRUCTION_CHARS,
