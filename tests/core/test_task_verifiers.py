@@ -257,3 +257,13 @@ def test_report_verifier_bad_usage_and_bad_rubric_exit_2(tmp_path: Path, clean_p
     r = subprocess.run([py, str(pkg / "tests" / "grade_report.py"), str(tmp_path / "bad.json"), "x.md"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "bad.json is not valid JSON" in r.stderr
+
+
+def test_a_workspace_file_named_like_the_environments_own_files_is_refused(tmp_path: Path) -> None:
+    from worldsmith.core.store import ArtifactError
+
+    ws = _workspace(tmp_path)
+    (ws / "Dockerfile").write_text("FROM scratch\n")
+    with pytest.raises(ArtifactError, match="Dockerfile"):
+        write_task_package(_closed(ws), tmp_path / "pkgs" / "cf1")
+    assert not (tmp_path / "pkgs" / "cf1").exists()

@@ -3,7 +3,7 @@
 Loads each task directory with Harbor's own models (TaskConfig, Task, Task.is_valid_dir), resolves the
 verifier mode and reward path Harbor uses, and lints it with Harbor's default rules. Prints one JSON object:
 {task_dir: {"valid": bool, "errors": [...], "lint": [{rule, path, message}], "verifier_mode": str,
-"network_mode": str, "workdir": str, "reward_path": str}}. worldsmith never imports harbor; its tests call this.
+"network_mode": str, "workdir": str, "reward_path": str, "verifier_env": {...}}}. worldsmith never imports harbor; its tests call this.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from harbor.models.task.config import TaskConfig
 from harbor.models.task.task import Task
 from harbor.models.task.verifier_mode import resolve_task_verifier_mode
 from harbor.models.trial.paths import EnvironmentPaths
+from harbor.utils.env import resolve_env_vars
 
 
 def check(task_dir: Path) -> dict:
@@ -37,6 +38,7 @@ def check(task_dir: Path) -> dict:
     out["workdir"] = config.environment.workdir
     out["schema_version"] = config.schema_version
     out["reward_path"] = str(EnvironmentPaths().reward_text_path)
+    out["verifier_env"] = resolve_env_vars(config.verifier.env)  # as Harbor resolves it from the host (may raise)
     out["lint"] = [f.model_dump(mode="json") for f in lint_task(task_dir, selected_rules=set(DEFAULT_RULES))]
     return out
 

@@ -44,8 +44,9 @@ def packages(world: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path
 def test_every_package_loads_with_harbors_models_and_lints_clean(packages: list[Path]) -> None:
     if not HARBOR_PYTHON.is_file():
         pytest.skip(f"no Harbor venv at {HARBOR_PYTHON}: run scripts/setup.sh --dev (needs Python >= 3.12)")
+    host_env = {k: v for k, v in os.environ.items() if not k.startswith("WORLDSMITH_")}  # no judge configured
     r = subprocess.run([str(HARBOR_PYTHON), str(ROOT / "tests" / "harbor" / "harbor_check.py"),
-                        *map(str, packages)], capture_output=True, text=True, timeout=300)
+                        *map(str, packages)], capture_output=True, text=True, timeout=300, env=host_env)
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads(r.stdout)
     assert len(report) == len(packages)
@@ -58,7 +59,10 @@ def test_every_package_loads_with_harbors_models_and_lints_clean(packages: list[
             harbor_layout.SCHEMA_VERSION, "separate", "no-network", "/workspace"), pkg.name
         assert got["reward_path"] == "/logs/verifier/reward.txt"  # where test.sh writes by default
         assert "/logs/verifier/reward.txt" in (pkg / "tests" / "test.sh").read_text()
-        kinds.add(read_task_package(pkg, verify=False).kind)
+        kind = read_task_package(pkg, verify=False).kind
+        kinds.add(kind)
+        # report verifiers get the judge endpoint from the host; unset, it resolves empty (deterministic items only)
+        assert got["verifier_env"] == ({k: "" for k in harbor_layout.JUDGE_ENV} if kind == "report" else {})
     assert kinds == {"closed_form", "report"}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.schemas import Task
+from worldsmith.core.store import ArtifactError
 from worldsmith.prompts import load_prompt
 
 SCHEMA_VERSION = "1.4"
@@ -96,7 +97,7 @@ def dockerfile(task: Task) -> str:
     tops = list(dict.fromkeys(f.path.split("/", 1)[0] for f in task.workspace.files))
     clash = sorted(set(tops) & set(RESERVED_ENVIRONMENT_NAMES))
     if clash:
-        raise ValueError(f"task {task.id}: workspace entries {clash} clash with the Harbor environment's own files")
+        raise ArtifactError(f"task {task.id}: workspace entries {clash} clash with the Harbor environment's own files")
     lines = [
         "# Harbor environment for worldsmith task " + task.id + ": the pinned analysis stack and the task's files",
         f"# at {WORKDIR}, the working directory the instruction names. Written by worldsmith; do not edit.",
