@@ -23,7 +23,7 @@ from worldsmith.core.taskpkg import TaskCollection, read_task_package, solution_
 from worldsmith.tools.sandbox import SandboxConfig, open_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
-HARBOR_PYTHON = Path(os.environ.get("WORLDSMITH_HARBOR_PYTHON", ROOT / ".venv-harbor" / "bin" / "python"))
+HARBOR_PYTHON = ROOT / ".venv-harbor" / "bin" / "python"  # made by scripts/setup.sh --dev
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
