@@ -20,6 +20,8 @@ import pytest
 from tests.worldtasks.tasks_script import main as write_tasks
 from worldsmith.core import harbor_layout
 from worldsmith.core.taskpkg import TaskCollection, read_task_package, solution_code
+from worldsmith.evolution.worlds.templates import list_templates, load_template
+from worldsmith.evolution.worlds.world import build_world
 from worldsmith.tools.sandbox import SandboxConfig, open_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,20 +30,35 @@ HARBOR_PYTHON = ROOT / ".venv-harbor" / "bin" / "python"  # made by scripts/setu
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-@pytest.fixture(scope="module")
-def packages(world: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+def _emit(world: Path, base: Path) -> list[Path]:
     """The world's tasks as the pipeline emits them (template requests, reference solutions verified)."""
-    base = tmp_path_factory.mktemp("harbor")
     with pytest.MonkeyPatch.context() as mp:  # module scope runs before conftest's per-test env isolation
         for name in [n for n in os.environ if n.startswith("WORLDSMITH_")]:
             mp.delenv(name)
         ids, _ = asyncio.run(write_tasks(world, base / "tasks", base / "storage", base / "runs"))
-    assert ids, "the world produced no tasks"
+    assert ids, f"{world}: the world produced no tasks"
     coll = TaskCollection(base / "tasks")
     return [coll.root / e.path for e in coll.entries()]
 
 
-def test_every_package_loads_with_harbors_models_and_lints_clean(packages: list[Path]) -> None:
+@pytest.fixture(scope="module")
+def packages(world: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return _emit(world, tmp_path_factory.mktemp("harbor"))
+
+
+@pytest.fixture(scope="module")
+def every_template_packages(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Four tasks from a small world of every template (~4 s a template on 2 cores)."""
+    out = []
+    for info in list_templates():
+        base = tmp_path_factory.mktemp(info.id)
+        build_world(load_template(info.id, rows=1500), 3, base / "world")
+        out += _emit(base / "world", base)
+    return out
+
+
+def test_every_package_loads_with_harbors_models_and_lints_clean(every_template_packages: list[Path]) -> None:
+    packages = every_template_packages
     if not HARBOR_PYTHON.is_file():
         pytest.skip(f"no Harbor venv at {HARBOR_PYTHON}: run scripts/setup.sh --dev (needs Python >= 3.12)")
     host_env = {k: v for k, v in os.environ.items() if not k.startswith("WORLDSMITH_")}  # no judge configured
@@ -66,7 +83,8 @@ def test_every_package_loads_with_harbors_models_and_lints_clean(packages: list[
     assert kinds == {"closed_form", "report"}
 
 
-def test_dockerfile_puts_every_task_file_at_the_workdir_with_a_pinned_stack(packages: list[Path]) -> None:
+def test_dockerfile_puts_every_task_file_at_the_workdir_with_a_pinned_stack(every_template_packages: list[Path]) -> None:
+    packages = every_template_packages
     for pkg in packages:
         task = read_task_package(pkg)
         docker = (pkg / "environment" / "Dockerfile").read_text()
