@@ -267,3 +267,12 @@ def test_a_workspace_file_named_like_the_environments_own_files_is_refused(tmp_p
     with pytest.raises(ArtifactError, match="Dockerfile"):
         write_task_package(_closed(ws), tmp_path / "pkgs" / "cf1")
     assert not (tmp_path / "pkgs" / "cf1").exists()
+
+
+def test_a_computation_item_is_answered_by_its_closed_form_tag_and_its_own_name_wins() -> None:
+    item = {"id": "comp_churn_gap", "observable": "the churn gap", "satisfy": "reports 0.07",
+            "expected_value": 0.07, "tolerance": {"abs": 0.01}}
+    assert rubric_grading.check_numeric(item, "@churn_gap[0.072]").met is True
+    assert rubric_grading.check_numeric(item, "@churn_gap[0.2]").met is False
+    assert rubric_grading.check_numeric(item, "@comp_churn_gap[0.3] @churn_gap[0.07]").met is False  # exact name first
+    assert rubric_grading.check_numeric(item, "@gap2[0.07]").method != "tag"  # an unrelated tag is not an answer

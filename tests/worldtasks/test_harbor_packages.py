@@ -102,24 +102,26 @@ def test_dockerfile_puts_every_task_file_at_the_workdir_with_a_pinned_stack(ever
 
 async def test_oracle_through_our_sandbox_with_the_packages_paths_earns_full_reward(packages: list[Path],
                                                                                     tmp_path: Path) -> None:
-    """Without Docker: solve.sh's semantics (solve.py in the workspace, stdout to WORKSPACE/answer.md) through the
-    local sandbox, whose cwd is /workspace as in the image; then test.sh grades in a clean interpreter."""
+    """Without Docker: solve.sh's semantics (solve.py in the workspace, stdout to WORKSPACE/<answer file>) through the
+    local sandbox, whose cwd is /workspace as in the image; then test.sh grades in a clean interpreter. A report's
+    oracle answers its computation items with tags; without a judge the rest is listed as ungraded."""
     shim_dir = tmp_path / "bin"
     shim_dir.mkdir()
     (shim_dir / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
     (shim_dir / "python3").chmod(0o755)
     cfg = SandboxConfig(backend="local" if shutil.which("bwrap") else "process", preload=[], timeout_s=120)
-    closed = [p for p in packages if solution_code(p) and read_task_package(p, verify=False).kind == "closed_form"]
-    assert closed, "no closed-form package with a reference solution"
-    for pkg in closed:
-        env_dir = pkg / "environment"
+    solved = [p for p in packages if solution_code(p)]
+    assert {read_task_package(p, verify=False).kind for p in solved} == {"closed_form", "report"}
+    for pkg in solved:
+        task = read_task_package(pkg, verify=False)
         workspace = tmp_path / pkg.name / "workspace"
         workspace.mkdir(parents=True)
-        inputs = [p for p in sorted(env_dir.iterdir()) if p.name not in harbor_layout.RESERVED_ENVIRONMENT_NAMES]
+        inputs = [p for p in sorted((pkg / "environment").iterdir())
+                  if p.name not in harbor_layout.RESERVED_ENVIRONMENT_NAMES]
         async with open_sandbox(cfg, workspace, inputs) as sb:
             result = await sb.run(solution_code(pkg) or "")
         assert result.ok, (pkg.name, result.to_observation(2000))
-        answer = workspace / harbor_layout.answer_file(read_task_package(pkg, verify=False))
+        answer = workspace / harbor_layout.answer_file(task)
         answer.write_text(result.stdout)
         reward = tmp_path / pkg.name / "logs" / "verifier" / "reward.txt"
         r = subprocess.run(["bash", str(pkg / "tests" / "test.sh")], cwd=tmp_path, capture_output=True, text=True,
@@ -127,3 +129,7 @@ async def test_oracle_through_our_sandbox_with_the_packages_paths_earns_full_rew
                                 "ANSWER_FILE": str(answer), "REWARD_FILE": str(reward)}, timeout=60)
         assert r.returncode == 0, (pkg.name, r.stdout[-2000:], r.stderr[-2000:])
         assert float(reward.read_text()) == 1.0, pkg.name
+        if task.kind == "report":
+            verdicts = json.loads((reward.parent / "grade.json").read_text())
+            judged = [c.id for c in task.rubric.criteria if not c.deterministic]
+            assert verdicts["ungraded"] == judged and judged, pkg.name

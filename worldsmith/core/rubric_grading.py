@@ -185,13 +185,21 @@ def _norm_name(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
+def _tags_for(cid: str, text: str) -> list[str]:
+    """Values of `@name[…]` tags that answer criterion `cid`: named like it, else named like its last part
+    (world tasks' item `comp_<answer>` is answered by the closed-form tag `@<answer>[…]`)."""
+    found = [(_norm_name(name), raw.strip()) for name, raw in _grading.TAG_RE.findall(text or "")]
+    exact = [raw for name, raw in found if name == _norm_name(cid)]
+    return exact or [raw for name, raw in found if name and _norm_name(cid).endswith("_" + name)]
+
+
 def check_numeric(c: Criterion, text: str) -> NumericCheck:
     """Deterministic check of a criterion with a numeric expected value against a response text."""
     if not is_deterministic(c):
         raise ValueError(f"criterion {c.get('id')!r} has no numeric expected_value; it needs the judge")
     expected, tol, cid = float(c["expected_value"]), c.get("tolerance"), str(c["id"])
     percent_context = bool(_PERCENT_RE.search(f"{c.get('observable', '')} {c.get('satisfy', '')}"))
-    tags = [raw.strip() for name, raw in _grading.TAG_RE.findall(text or "") if _norm_name(name) == _norm_name(cid)]
+    tags = _tags_for(cid, text)
     if tags:  # a tag named like the criterion is authoritative: free text is not searched
         for raw in tags:
             mentions = find_numbers(raw)
