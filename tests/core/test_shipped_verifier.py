@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.golden import case_ids, golden_rows
-from worldsmith.core import grading, taskpkg
+from worldsmith.core import grading, harbor_layout
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def verifier(tmp_path: Path) -> Path:
     """A temp dir holding only the shipped grade.py."""
     d = tmp_path / "tests"
     d.mkdir()
-    shutil.copyfile(taskpkg._GRADER_SOURCE, d / "grade.py")
+    shutil.copyfile(harbor_layout.verifier_sources()["grade.py"], d / "grade.py")
     return d
 
 
@@ -29,7 +29,7 @@ def _isolated(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_shipped_source_is_core_grading() -> None:
-    assert Path(taskpkg._GRADER_SOURCE).read_bytes() == Path(grading.__file__).read_bytes()
+    assert Path(harbor_layout.verifier_sources()["grade.py"]).read_bytes() == Path(grading.__file__).read_bytes()
 
 
 def test_worldsmith_is_not_importable_in_the_clean_interpreter(verifier: Path) -> None:

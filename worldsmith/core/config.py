@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from worldsmith.core.llm_config import LLMConfig
+from worldsmith.core.rubric_grading import JUDGE_ENV
 from worldsmith.core.sandbox_config import SandboxConfig
 
 ENV_PREFIX = "WORLDSMITH_"
@@ -140,8 +141,8 @@ def _check_env_keys() -> None:
     """pydantic-settings ignores unknown WORLDSMITH_* variables; we refuse them so a typo is never silent."""
     top = set(Settings.model_fields)
     for name in os.environ:
-        if not name.startswith(ENV_PREFIX) or name == CONFIG_FILE_ENV:
-            continue
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_FILE_ENV or name in JUDGE_ENV:
+            continue  # WORLDSMITH_JUDGE_*: the task verifiers' judge endpoint (core/rubric_grading.py), not a setting
         head = name[len(ENV_PREFIX):].split("__", 1)[0].lower()
         if head not in top:
             raise ConfigError(f"environment variable {name}: unknown setting {head!r} (known: {', '.join(sorted(top))})")

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from worldsmith.core.answer_spec import AnswerFacets
 from worldsmith.core.grading import tolerant
+from worldsmith.core.rubric_grading import net_score
 
 SCHEMA_VERSION = "1"
 
@@ -108,12 +109,7 @@ class Rubric(Model):
         `met[id]` is True when a positive item is satisfied or a negative item's error is committed.
         Unlisted valid insights get no credit and no penalty: only listed items count.
         """
-        positive = sum(c.weight for c in self.criteria if c.polarity == "+")
-        if positive <= 0:
-            return 0.0
-        gained = sum(c.weight for c in self.criteria if c.polarity == "+" and met.get(c.id, False))
-        lost = sum(c.weight for c in self.criteria if c.polarity == "-" and met.get(c.id, False))
-        return max(0.0, min(1.0, (gained - lost) / positive))
+        return net_score([c.model_dump() for c in self.criteria], met)
 
 
 # --------------------------------------------------------------------------------------------- tasks

@@ -5,7 +5,9 @@
                             task.json        the full Task model, the source of truth when reading back
                             instruction.md   what the solver reads
                             environment/     the initial workspace files (the only data a solver sees)
-                            tests/           verifier: grade.py + expected.json (closed form) or rubric.json
+                            environment/Dockerfile  the pinned image Harbor builds (core/harbor_layout.py)
+                            tests/           verifier, runs without worldsmith: test.sh + grade.py + expected.json
+                                             (closed form) or + grade_report.py, rubric.json, judge prompts (report)
                             solution/        solve.py + solve.sh when a reference solution exists
 
 Solvers get `instruction.md` and `environment/` only; answers, rubrics and solutions stay outside.
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import tomli_w
 
+from worldsmith.core import harbor_layout
 from worldsmith.core.schemas import Task, TaskIndexEntry, WorkspaceFile, WorkspaceRef
 from worldsmith.core.store import (
     ArtifactError,
@@ -37,27 +40,6 @@ from worldsmith.core.store import (
     remove_stale_temps,
     write_jsonl,
 )
-
-#: The verifier shipped in closed-form packages is core/grading.py itself (stdlib only), so they grade alike.
-_GRADER_SOURCE = Path(__file__).with_name("grading.py")
-TEST_SH = """#!/usr/bin/env bash
-# Harbor verifier entry point: grades /workspace/answer.md against expected.json, writes the reward.
-set -u
-mkdir -p /logs/verifier
-python3 "$(dirname "$0")/grade.py" "$(dirname "$0")/expected.json" "${ANSWER_FILE:-/workspace/answer.md}" /logs/verifier/reward.txt
-"""
-RUBRIC_TEST_SH = """#!/usr/bin/env bash
-# Rubric tasks need a judge: grade with worldsmith (deterministic items first, LLM judge for the rest).
-set -u
-mkdir -p /logs/verifier
-worldsmith task grade "$(dirname "$0")/.." --response "${ANSWER_FILE:-/workspace/answer.md}" --reward /logs/verifier/reward.txt
-"""
-SOLVE_SH = """#!/usr/bin/env bash
-# Oracle: runs the reference solution in the task's workspace and writes its answer where the verifier reads it.
-set -eu
-cd "${WORKSPACE:-/workspace}"
-python3 "$(dirname "$0")/solve.py" | tee "${ANSWER_FILE:-answer.md}"
-"""
 
 
 def workspace_ref(root: str | os.PathLike[str], files: Iterable[str] | None = None, *, keep_root: bool = True) -> WorkspaceRef:
@@ -80,25 +62,7 @@ def workspace_ref(root: str | os.PathLike[str], files: Iterable[str] | None = No
 
 
 def _task_toml(task: Task) -> dict:
-    meta = {
-        "id": task.id,
-        "kind": task.kind,
-        "source": task.provenance.source,
-        "tags": task.tags,
-        "produced_by": task.provenance.produced_by,
-        "workspace_hash": task.workspace.content_hash,
-    }
-    for key, value in (("category", task.category), ("difficulty", task.difficulty.level), ("split", task.split),
-                       ("world_id", task.provenance.world_id)):
-        if value is not None:
-            meta[key] = value
-    return {
-        "version": "1.0",
-        "metadata": meta,
-        "verifier": {"timeout_sec": 300.0 if task.kind == "report" else 60.0},
-        "agent": {"timeout_sec": 1800.0},
-        "environment": {"cpus": 1, "memory_mb": 2048, "allow_internet": False},
-    }
+    return harbor_layout.task_toml(task)
 
 
 def write_task_package(task: Task, dest: str | os.PathLike[str], *, files_root: str | os.PathLike[str] | None = None,
@@ -133,25 +97,15 @@ def write_task_package(task: Task, dest: str | os.PathLike[str], *, files_root: 
             shutil.copyfile(src_root / f.path, target)
             if _sha256(target) != f.sha256:
                 raise ArtifactError(f"task {task.id}: {src_root / f.path} changed since the task was made (hash mismatch)")
-        (tmp / "instruction.md").write_text(task.instruction.rstrip() + "\n", encoding="utf-8")
+        (env / "Dockerfile").write_text(harbor_layout.dockerfile(task), encoding="utf-8")
+        (tmp / "instruction.md").write_text(harbor_layout.instruction_md(task), encoding="utf-8")
         (tmp / "task.json").write_text(_task_json(packaged), encoding="utf-8")
         (tmp / "task.toml").write_text(tomli_w.dumps(_task_toml(task)), encoding="utf-8")
-        tests = tmp / "tests"
-        tests.mkdir()
-        if task.kind == "closed_form":
-            rule = "official" if task.metadata.get("strict_grading") else None
-            expected = [{**a.model_dump(exclude_none=True), **({"rule": rule} if rule else {})} for a in task.answers]
-            (tests / "expected.json").write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
-            shutil.copyfile(_GRADER_SOURCE, tests / "grade.py")
-            _write_exec(tests / "test.sh", TEST_SH)
-        else:
-            assert task.rubric is not None
-            (tests / "rubric.json").write_text(task.rubric.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            _write_exec(tests / "test.sh", RUBRIC_TEST_SH)
+        _write_tests(task, tmp / "tests")
         if solution_code is not None:
             (tmp / "solution").mkdir()
             (tmp / "solution" / "solve.py").write_text(solution_code, encoding="utf-8")
-            _write_exec(tmp / "solution" / "solve.sh", SOLVE_SH)
+            _write_exec(tmp / "solution" / "solve.sh", harbor_layout.solve_sh(task))
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(tmp, dest)
@@ -159,6 +113,28 @@ def write_task_package(task: Task, dest: str | os.PathLike[str], *, files_root: 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dest
+
+
+def _write_tests(task: Task, tests: Path) -> None:
+    """The verifier: worldsmith's own graders shipped verbatim (stdlib only), their inputs and test.sh."""
+    tests.mkdir()
+    sources = harbor_layout.verifier_sources()
+    shutil.copyfile(sources["grade.py"], tests / "grade.py")
+    if task.kind == "closed_form":
+        rule = "official" if task.metadata.get("strict_grading") else None
+        expected = [{**a.model_dump(exclude_none=True), **({"rule": rule} if rule else {})} for a in task.answers]
+        (tests / "expected.json").write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
+    else:
+        if task.rubric is None:
+            raise ArtifactError(f"task {task.id}: a report task needs a rubric to be packaged")
+        (tests / "rubric.json").write_text(task.rubric.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        shutil.copyfile(sources["grade_report.py"], tests / "grade_report.py")
+        for name, text in harbor_layout.judge_prompt_texts().items():
+            (tests / name).write_text(text, encoding="utf-8")
+        (tests / "instruction.md").write_text(task.instruction.rstrip() + "\n", encoding="utf-8")
+        inputs = [f.path for f in task.workspace.files]  # the task's own files: not part of the deliverable
+        (tests / "workspace_inputs.json").write_text(json.dumps(inputs, indent=2) + "\n", encoding="utf-8")
+    _write_exec(tests / "test.sh", harbor_layout.test_sh(task))
 
 
 def _task_json(task: Task) -> str:

@@ -15,20 +15,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from worldsmith.core import grading
+from worldsmith.core import rubric_grading as rg
 from worldsmith.core.aio import run_sync
-from worldsmith.core.schemas import Criterion, Grade, Rubric, Task
+from worldsmith.core.schemas import Grade, Rubric, Task
 from worldsmith.training.consistency import ConsistencyResult, consistent, select  # noqa: F401  (public API)
-from worldsmith.training.evidence import check_numeric
-from worldsmith.training.judge import CriterionVerdict, StructuredLLM, ajudge
+from worldsmith.training.judge import StructuredLLM, ajudge
 
 #: A rubric response passes when its normalised score reaches this and no filter item fails.
-RUBRIC_PASS_THRESHOLD = 0.6
+RUBRIC_PASS_THRESHOLD = rg.RUBRIC_PASS_THRESHOLD
 #: Text deliverables read from the workspace are capped so one huge file cannot blow up a judge prompt.
-MAX_WORKSPACE_FILE_CHARS = 50_000
-_TEXT_SUFFIXES = {".md", ".txt", ".json", ".csv", ".tsv", ".html", ".py", ".log", ".yaml", ".yml", ""}
+MAX_WORKSPACE_FILE_CHARS = rg.MAX_WORKSPACE_FILE_CHARS
+_TEXT_SUFFIXES = rg.TEXT_SUFFIXES
 
 WorkspaceFiles = Mapping[str, str] | Iterable[str | os.PathLike[str]] | None
 
@@ -91,63 +90,6 @@ def _rubric_of(task_or_rubric: Task | Rubric) -> tuple[Rubric, str]:
     return task_or_rubric.rubric, task_or_rubric.instruction
 
 
-def _detail(c: Criterion, met: bool | None, method: str, evidence: str) -> dict[str, Any]:
-    return {"id": c.id, "section": c.section, "polarity": c.polarity, "type": c.type, "weight": c.weight,
-            "expected": c.expected_value, "met": met, "method": method, "evidence": evidence}
-
-
-def _deterministic_pass(rubric: Rubric, text: str,
-                        will_judge: bool) -> tuple[dict[str, dict[str, Any]], list[Criterion]]:
-    """Check numeric items; return their details and the criteria left for the judge.
-
-    A numeric item with no evidence either way (no sentence mentions it) goes to the judge when there is
-    one, since the response may phrase it in words the key-term search does not know; else it is not met.
-    """
-    details: dict[str, dict[str, Any]] = {}
-    pending: list[Criterion] = []
-    for c in rubric.criteria:
-        if not c.deterministic:
-            pending.append(c)
-            continue
-        check = check_numeric(c, text)
-        if check.met is None and will_judge:
-            pending.append(c)
-            continue
-        details[c.id] = _detail(c, bool(check.met), check.method if check.met is not None else "numeric", check.evidence)
-    return details, pending
-
-
-def _apply_verdicts(details: dict[str, dict[str, Any]], pending: list[Criterion],
-                    verdicts: dict[str, CriterionVerdict] | None, reason: str) -> None:
-    for c in pending:
-        v = (verdicts or {}).get(c.id)
-        if v is None:
-            details[c.id] = _detail(c, None, "ungraded", reason if verdicts is None else "the judge returned no verdict")
-        else:
-            details[c.id] = _detail(c, v.met, "judge", v.evidence)
-
-
-def _finish(rubric: Rubric, details: dict[str, dict[str, Any]], notes: list[str], pass_threshold: float) -> Grade:
-    ordered = [details[c.id] for c in rubric.criteria]
-    graded = [c for c in rubric.criteria if details[c.id]["met"] is not None]
-    ungraded = [c.id for c in rubric.criteria if details[c.id]["met"] is None]
-    met = {c.id: bool(details[c.id]["met"]) for c in graded}
-    sub = Rubric(criteria=graded)
-    score = sub.score(met) if graded else 0.0
-    filter_failed = [c.id for c in graded if c.type == "filter" and (met[c.id] != (c.polarity == "+"))]
-    passed = bool(graded) and any(c.polarity == "+" for c in graded) and score >= pass_threshold and not filter_failed
-    n_det = sum(1 for d in ordered if d["method"] in ("tag", "numeric"))
-    n_judge = sum(1 for d in ordered if d["method"] == "judge")
-    notes = [f"{len(graded)}/{len(ordered)} items graded ({n_det} deterministic, {n_judge} by judge)"] + notes
-    if ungraded:
-        notes.append(f"ungraded and excluded from the score: {', '.join(ungraded)}")
-    if not any(c.polarity == "+" for c in graded):
-        notes.append("no positive item could be graded: score 0")
-    if filter_failed:
-        notes.append(f"filter items failed: {', '.join(filter_failed)}")
-    return Grade(grader="rubric", score=score, passed=passed, details=ordered, note="; ".join(notes))
-
-
 async def agrade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,
                         workspace_files: WorkspaceFiles = None, *,
                         pass_threshold: float = RUBRIC_PASS_THRESHOLD) -> Grade:
@@ -158,16 +100,21 @@ async def agrade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: 
     """
     rubric, instruction = _rubric_of(task_or_rubric)
     text = _full_text(response_text, read_workspace_texts(workspace_files))
-    details, pending = _deterministic_pass(rubric, text, will_judge=llm is not None)
+    criteria = [c.model_dump(mode="json") for c in rubric.criteria]
+    details, pending = rg.deterministic_pass(criteria, text, will_judge=llm is not None)
     verdicts, failure = None, None
     if pending and llm is not None:
+        by_id = {c.id: c for c in rubric.criteria}
         try:
-            verdicts = await ajudge(llm, pending, text, instruction)
+            judged = await ajudge(llm, [by_id[c["id"]] for c in pending], text, instruction)
+            verdicts = {k: v.model_dump() for k, v in judged.items()}
         except _judge_errors() as exc:
             failure = exc
     reason = "no LLM judge given" if failure is None else f"judge failed: {type(failure).__name__}: {failure}"
-    _apply_verdicts(details, pending, verdicts, reason)
-    return _finish(rubric, details, [reason] if failure is not None else [], pass_threshold)
+    rg.apply_verdicts(details, pending, verdicts, reason)
+    result = rg.finish(criteria, details, [reason] if failure is not None else [], pass_threshold)
+    return Grade(grader="rubric", score=result["score"], passed=result["passed"], details=result["items"],
+                 note=result["note"])
 
 
 def grade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: StructuredLLM | None = None,

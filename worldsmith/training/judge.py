@@ -8,19 +8,22 @@ worldsmith LLM layer or a test stub — so this module never imports `worldsmith
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from worldsmith.core import rubric_grading as rg
 from worldsmith.core.aio import run_sync
+from worldsmith.core.rubric_grading import (  # noqa: F401  (public API)
+    MAX_CRITERIA_PER_CALL,
+    MAX_INSTRUCTION_CHARS,
+    MAX_RESPONSE_CHARS,
+    clip_middle,
+)
 from worldsmith.core.schemas import Criterion
 from worldsmith.prompts import load_prompt
 
-MAX_RESPONSE_CHARS = 12_000
-MAX_INSTRUCTION_CHARS = 2_000
-MAX_CRITERIA_PER_CALL = 16
 
 class CriterionVerdict(BaseModel):
     id: str = Field(description="the criterion id, exactly as given")
@@ -36,38 +39,14 @@ class StructuredLLM(Protocol):
     async def astructured(self, messages: list[dict], schema: type[BaseModel], role: str = ...) -> BaseModel: ...
 
 
-def clip_middle(text: str, limit: int) -> str:
-    """Keep the head and the tail (conclusions usually sit at the end) within `limit` characters."""
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 5
-    tail = limit - head - 60
-    return f"{text[:head]}\n\n[... {len(text) - head - tail} characters omitted ...]\n\n{text[-tail:]}"
-
-
-def _criterion_brief(c: Criterion) -> dict[str, Any]:
-    brief: dict[str, Any] = {"id": c.id, "polarity": c.polarity, "section": c.section, "observable": c.observable,
-                             "satisfy": c.satisfy}
-    if c.violate:
-        brief["violate"] = c.violate
-    if c.expected_value is not None:
-        brief["expected_value"] = c.expected_value
-        if c.tolerance is not None:
-            brief["tolerance"] = c.tolerance.model_dump(exclude_none=True)
-    return brief
-
-
 def judge_messages(criteria: Sequence[Criterion], response_text: str, instruction: str = "",
                    max_response_chars: int = MAX_RESPONSE_CHARS) -> list[dict[str, str]]:
-    """The judge's conversation (templates judge_system.md, judge_task.md, judge_request.md in worldsmith/prompts)."""
-    lines = "\n".join(json.dumps(_criterion_brief(c), ensure_ascii=False) for c in criteria)
-    request = load_prompt("judge_request.md").strip().format(
-        deliverable=clip_middle(response_text.strip() or "(empty)", max_response_chars), criteria=lines)
-    if instruction.strip():
-        task = load_prompt("judge_task.md").strip().format(
-            instruction=clip_middle(instruction.strip(), MAX_INSTRUCTION_CHARS))
-        request = f"{task}\n\n{request}"
-    return [{"role": "system", "content": load_prompt("judge_system.md").strip()}, {"role": "user", "content": request}]
+    """The judge's conversation (templates judge_system.md, judge_task.md, judge_request.md in worldsmith/prompts),
+    built by core/rubric_grading.py, which report packages ship with the same templates."""
+    prompts = {"judge_system.md": load_prompt("judge_system.md"), "judge_task.md": load_prompt("judge_task.md"),
+               "judge_request.md": load_prompt("judge_request.md")}
+    return rg.judge_messages([c.model_dump(mode="json") for c in criteria], response_text, instruction, prompts,
+                             max_response_chars)
 
 
 def batches(criteria: Sequence[Criterion], size: int = MAX_CRITERIA_PER_CALL) -> list[list[Criterion]]:
