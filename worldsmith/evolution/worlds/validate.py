@@ -323,12 +323,16 @@ def _check_mechanism(c: WorldContract, e: Any, nodes: dict[str, NodeInfo], tgt: 
 
 
 def edge_graph(c: WorldContract) -> nx.DiGraph:
+    """Dependencies between nodes: every edge's sources, and its grouping column (heterogeneity reads it), come
+    before its target."""
     g = nx.DiGraph()
     g.add_nodes_from(c.nodes())
     for e in c.edges:
         nodes = c.edge_nodes(e)
         for s in nodes[:-1]:
             g.add_edge(s, e.target, edge=e.id)
+        if e.heterogeneity is not None and not g.has_edge(e.heterogeneity.by, e.target):
+            g.add_edge(e.heterogeneity.by, e.target, edge=e.id)
     return g
 
 
