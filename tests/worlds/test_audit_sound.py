@@ -1,0 +1,105 @@
+"""A sound audit (issue 10 item 7): grouping columns order generation, shared-basis edges are estimated jointly,
+truth files are strict JSON, and validation warns about claims that can never be confirmed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.worlds.worlds_testkit import contract, mini_contract
+from worldsmith.evolution.worlds import build_world, read_audit
+from worldsmith.evolution.worlds.engine import generate
+from worldsmith.evolution.worlds.validate import edge_graph, validate_contract
+
+
+def _strict_json(text: str):
+    def refuse(name: str):
+        raise ValueError(f"not JSON: {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def _zone_contract() -> dict:
+    """A grouping column (`zone`) whose name sorts after its target (`amount`)."""
+    d = mini_contract()
+    d["entities"][0]["attributes"][0]["name"] = "zone"
+    d["systems"][0]["variables"] = ["zone", "income"]
+    d["edges"][1]["heterogeneity"] = {"by": "zone", "multipliers": {"north": 2.0}}
+    return d
+
+
+def test_grouping_column_is_generated_before_its_target():
+    c = contract(_zone_contract())
+    assert edge_graph(c).has_edge("zone", "amount")
+    s = generate(c, 1)  # used to raise KeyError: 'zone'
+    orders = s.wide("orders")
+    # the discount effect is -0.5 per point, doubled in the north: compare slopes with plain numpy
+    north, south = orders[orders["zone"] == "north"], orders[orders["zone"] == "south"]
+    slope = lambda d: np.polyfit(d["discount"], d["amount"] - 0.8 * d["income"], 1)[0]  # noqa: E731
+    assert slope(north) == pytest.approx(-1.0, abs=0.05)
+    assert slope(south) == pytest.approx(-0.5, abs=0.05)
+
+
+def test_two_edges_split_by_one_group_are_estimated_jointly(tmp_path):
+    d = mini_contract()
+    d["edges"] = [
+        {"id": "income", "sources": ["income"], "target": "amount", "mechanism": {"type": "linear", "coef": 0.8}},
+        {"id": "price_a", "sources": ["discount"], "target": "amount", "mechanism": {"type": "linear", "coef": -0.5},
+         "heterogeneity": {"by": "region", "multipliers": {"north": 2.0}}},
+        {"id": "price_b", "sources": ["discount"], "target": "amount", "mechanism": {"type": "linear", "coef": -0.3},
+         "heterogeneity": {"by": "region", "multipliers": {"south": 0.5}}}]
+    build_world(contract(d), 4, tmp_path / "w")
+    r = read_audit(tmp_path / "w")
+    edges = {x.id: x for x in r.edges}
+    assert r.passed, [x.reason for x in r.failures()]
+    # north: -0.5 * 2 + -0.3 = -1.3 per point; south: -0.5 + -0.3 * 0.5 = -0.65 (one term per group)
+    assert edges["price_a"].expected == {"coef@north": pytest.approx(-1.3), "coef@south": pytest.approx(-0.65)}
+    assert edges["price_a"].observed["coef@north"] == pytest.approx(-1.3, abs=0.1)
+    assert edges["price_b"].observed == edges["price_a"].observed
+    assert edges["price_a"].details["estimated_jointly_with"] == ["price_b"]
+
+
+def test_truth_files_are_strict_json_with_null_for_nan(tmp_path):
+    d = mini_contract(phenomena=[
+        {"id": "mean_amount", "statement": "{value}", "recipe": {"op": "mean", "variable": "amount"}},
+        {"id": "never", "statement": "{value}", "recipe": {"op": "mean", "variable": "amount",
+                                                            "where": [{"column": "discount", "op": ">",
+                                                                       "value": 1000}]}}])
+    build_world(contract(d), 2, tmp_path / "w")
+    truth = _strict_json((tmp_path / "w" / ".truth" / "phenomena.json").read_text())
+    assert {p["id"]: p["value"] for p in truth["phenomena"]}["never"] is None
+    _strict_json((tmp_path / "w" / "AUDIT.json").read_text())
+    r = read_audit(tmp_path / "w")  # read back
+    assert {x.id: x.status for x in r.phenomena} == {"mean_amount": "pass", "never": "fail"}
+    assert "no canonical value" in r.phenomena[1].reason
+
+
+def _warnings(d: dict) -> list:
+    return [p for p in validate_contract(contract(d)) if p.severity == "warning"]
+
+
+def test_validation_warns_about_unobservable_invariants():
+    d = mini_contract(invariants=[{"kind": "non_negative", "variable": "amount"},
+                                  {"kind": "bounds", "variable": "discount"}])
+    assert _warnings(d) == []
+    d["systems"][1]["variables"] = ["discount"]  # amount is recorded nowhere
+    got = [w for w in _warnings(d) if w.code == "unobservable_invariant"]
+    assert [w.path for w in got] == ["invariants[0](non_negative)"]
+    assert "amount" in got[0].message and got[0].hint
+
+
+def test_validation_warns_about_values_clipped_at_bounds():
+    d = mini_contract()
+    d["entities"][0]["attributes"][1]["bounds"] = {"lower": 45}  # income ~ N(50, 10): 31% below 45
+    got = [w for w in _warnings(d) if w.code == "clipped_at_bounds"]
+    assert len(got) == 1 and got[0].path == "entities[0].attributes(income).bounds"
+    assert "31%" in got[0].message
+    d["entities"][0]["attributes"][1]["bounds"] = {"lower": 0}  # 5 sd away: nothing clipped in practice
+    assert [w for w in _warnings(d) if w.code == "clipped_at_bounds"] == []
+    # and the share the warning names is the share the engine clips (plain pandas on a generated world)
+    d["entities"][0]["attributes"][1]["bounds"] = {"lower": 45}
+    d["entities"][0]["count"] = 5000
+    income = pd.Series(generate(contract(d), 3).tables["customers"]["income"])
+    assert (income == 45).mean() == pytest.approx(0.31, abs=0.02)
