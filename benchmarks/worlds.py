@@ -141,6 +141,31 @@ def audit_rate(worlds: int, rows: int) -> dict:
     return result
 
 
+def xlsx_cost(rows: int, template: str = "finance", seed: int = 0, world: Path | None = None) -> dict:
+    """Seconds to run every reference solution of a world whose largest table is an xlsx workbook (finance: the
+    general ledger, one sheet per year), each in its own interpreter as the task pipeline runs them."""
+    from worldsmith.evolution.worlds import build_world, load_template, parse_answer, reference_solution_code
+
+    with tempfile.TemporaryDirectory(prefix="wsxlsx-") as tmp:
+        out = world or Path(tmp) / "w"
+        c = load_template(template, rows=rows)
+        build_world(c, seed, out, audit=False)
+        runs = []
+        for p in c.phenomena:
+            script = Path(tmp) / f"{p.id}.py"
+            script.write_text(reference_solution_code(out, p.id))
+            t0 = time.perf_counter()
+            done = subprocess.run([sys.executable, str(script)], cwd=out, capture_output=True, text=True, check=False)
+            runs.append({"id": p.id, "seconds": time.perf_counter() - t0, "ok": done.returncode == 0,
+                         "value": parse_answer(done.stdout, p.id), "xlsx_reads": script.read_text().count(".xlsx")})
+    total = sum(r["seconds"] for r in runs)
+    print(f"\n== xlsx reading cost: {template} at {rows} rows, {len(runs)} reference solutions: {total:.1f}s")
+    for r in runs:
+        print(f"  {r['id']:<28} {r['seconds']:>6.1f}s  workbook reads in script: {r['xlsx_reads']}  "
+              f"{'ok' if r['ok'] else 'FAILED'} {r['value']}")
+    return {"template": template, "rows": rows, "total_s": total, "solutions": runs}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--child", nargs=3, metavar=("ROWS", "SEED", "DIR"), help=argparse.SUPPRESS)
