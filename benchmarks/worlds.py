@@ -5,11 +5,16 @@ each stage (generate, project, write, audit) and its peak RSS. A baseline, measu
 the same final observed tables with plain pandas writers (to_csv / to_parquet / to_json / to_excel / to_sql);
 the ratio total / baseline is what the target (<= 3x) refers to. Medians over --repeats runs.
 
+Audit claims: --claims random contracts, each built as claimed and as a zero-effect twin: sensitivity (true worlds
+passed) and specificity (twins failed), per mechanism. xlsx cost: every reference solution of a 10^5-row finance
+world (its ledger is an xlsx workbook, one sheet per year), each run in its own interpreter.
+
 Audit pass rate: --worlds random template variants (random_contract, small rows) are built and audited; the share
 of edges and of phenomena that pass is reported (only passing phenomena become tasks).
 
     python benchmarks/worlds.py                     # 1e4, 1e5 (3 runs) and 1e6 (1 run) + 50 audit worlds
     python benchmarks/worlds.py --sizes 10000 --worlds 10 --json out.json
+    python benchmarks/worlds.py --sizes --worlds 0 --claims 50 --xlsx-rows 0   # only the audit claims
 """
 
 from __future__ import annotations
@@ -141,6 +146,64 @@ def audit_rate(worlds: int, rows: int) -> dict:
     return result
 
 
+def audit_claims(worlds: int, rows: int) -> dict:
+    """Sensitivity and specificity of the audit: each random contract is built as claimed (the audit must pass it) and
+    as a zero-effect twin, one judged edge's magnitudes set to zero while contract.json keeps the claim (the audit must
+    fail it). The zeroed edge is drawn per seed among the edges the true world's audit could judge."""
+    import numpy as np
+
+    from worldsmith.evolution.worlds import build_world, random_contract, read_audit
+    from worldsmith.evolution.worlds.audit_claims import zero_effect_twin
+
+    true_ok, twin_failed = 0, 0
+    per_mech: dict[str, Counter] = {}
+    misses: list[str] = []
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="wsclaims-") as tmp:
+        for seed in range(worlds):
+            c = random_contract(seed, rows=rows)
+            out = Path(tmp) / f"{seed}-true"
+            build_world(c, seed, out)
+            r = read_audit(out)
+            true_ok += r.passed
+            if not r.passed:
+                misses.append(f"true {c.id}: " + "; ".join(f"{x.kind} {x.id}: {x.reason}" for x in r.failures()))
+            judged = [x.id for x in r.edges if x.status != "skip"]
+            edge = judged[int(np.random.default_rng(seed).integers(0, len(judged)))]
+            mech = next(e.mechanism.type for e in c.edges if e.id == edge)
+            twin_out = Path(tmp) / f"{seed}-twin"
+            build_world(c, seed, twin_out, generated_from=zero_effect_twin(c, edge))
+            t = read_audit(twin_out)
+            counts = per_mech.setdefault(mech, Counter())
+            counts["twins"] += 1
+            counts["failed"] += not t.passed
+            if t.passed:
+                misses.append(f"twin {c.id} (zeroed {edge}) passed")
+            for e in c.edges:
+                res = next((x for x in r.edges if x.id == e.id), None)
+                if res is not None and res.status != "skip":
+                    m = per_mech.setdefault(e.mechanism.type, Counter())
+                    m["true_edges"] += 1
+                    m["true_edges_passed"] += res.passed
+            twin_failed += not t.passed
+            shutil.rmtree(out)
+            shutil.rmtree(twin_out)
+    result = {"worlds": worlds, "rows": rows, "sensitivity": true_ok / worlds, "specificity": twin_failed / worlds,
+              "per_mechanism": {k: dict(v) for k, v in sorted(per_mech.items())},
+              "seconds": time.perf_counter() - t0, "misses": misses}
+    print(f"\n== audit claims: {worlds} random contracts x {{true, zero-effect twin}} at {rows} rows "
+          f"({result['seconds']:.0f}s)")
+    print(f"sensitivity (true worlds passed): {true_ok}/{worlds} = {100 * result['sensitivity']:.1f}%")
+    print(f"specificity (twins failed):       {twin_failed}/{worlds} = {100 * result['specificity']:.1f}%")
+    print(f"{'mechanism':<15} {'twins failed':>12} {'true edges passed':>18}")
+    for k, v in result["per_mechanism"].items():
+        print(f"{k:<15} {v.get('failed', 0):>5}/{v.get('twins', 0):<6} {v.get('true_edges_passed', 0):>9}/"
+              f"{v.get('true_edges', 0):<8}")
+    for m in misses:
+        print("  -", m)
+    return result
+
+
 def xlsx_cost(rows: int, template: str = "finance", seed: int = 0, world: Path | None = None) -> dict:
     """Seconds to run every reference solution of a world whose largest table is an xlsx workbook (finance: the
     general ledger, one sheet per year), each in its own interpreter as the task pipeline runs them."""
@@ -161,7 +224,7 @@ def xlsx_cost(rows: int, template: str = "finance", seed: int = 0, world: Path |
     total = sum(r["seconds"] for r in runs)
     print(f"\n== xlsx reading cost: {template} at {rows} rows, {len(runs)} reference solutions: {total:.1f}s")
     for r in runs:
-        print(f"  {r['id']:<28} {r['seconds']:>6.1f}s  workbook reads in script: {r['xlsx_reads']}  "
+        print(f"  {r['id']:<28} {r['seconds']:>6.1f}s  sheet reads: {r['xlsx_reads']}  "
               f"{'ok' if r['ok'] else 'FAILED'} {r['value']}")
     return {"template": template, "rows": rows, "total_s": total, "solutions": runs}
 
@@ -174,6 +237,8 @@ def main() -> None:
     ap.add_argument("--big-repeats", type=int, default=1)
     ap.add_argument("--worlds", type=int, default=50, help="random contracts for the audit pass rate (0 = skip)")
     ap.add_argument("--audit-rows", type=int, default=5000)
+    ap.add_argument("--claims", type=int, default=50, help="random contracts x {true, zero-effect twin} (0 = skip)")
+    ap.add_argument("--xlsx-rows", type=int, default=100_000, help="rows of the xlsx reading benchmark (0 = skip)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     a = ap.parse_args()
     if a.child:
@@ -182,6 +247,10 @@ def main() -> None:
     report = {"scale": scale(a.sizes, {n: (a.big_repeats if n >= 1_000_000 else a.repeats) for n in a.sizes})}
     if a.worlds:
         report["audit"] = audit_rate(a.worlds, a.audit_rows)
+    if a.claims:
+        report["claims"] = audit_claims(a.claims, a.audit_rows)
+    if a.xlsx_rows:
+        report["xlsx"] = xlsx_cost(a.xlsx_rows)
     if a.json:
         a.json.write_text(json.dumps(report, indent=2, default=str))
 
