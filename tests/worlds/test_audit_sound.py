@@ -103,3 +103,18 @@ def test_validation_warns_about_values_clipped_at_bounds():
     d["entities"][0]["count"] = 5000
     income = pd.Series(generate(contract(d), 3).tables["customers"]["income"])
     assert (income == 45).mean() == pytest.approx(0.31, abs=0.02)
+
+
+def test_audit_notes_values_clipped_at_a_bound(tmp_path):
+    d = mini_contract()
+    d["variables"][0]["intercept"] = 2.0  # amount ~ 2 + 0.8 (income) - 0.5 (discount) + noise: often below 0
+    d["edges"][0]["mechanism"]["center"] = 50.0
+    build_world(contract(d), 2, tmp_path / "w")
+    shop = pd.read_csv(tmp_path / "w" / "data" / "shop.csv")
+    share = (shop["amount"] == 0).mean()  # plain pandas on the observed file
+    assert share > 0.2
+    r = read_audit(tmp_path / "w")
+    assert [w for w in r.warnings if w.startswith("`amount`")] == [
+        f"`amount`: {share:.1%} of observed values sit at the lower bound 0 (clipped); effects on `amount` are "
+        f"attenuated there"]
+    assert "Warnings:" in (tmp_path / "w" / "WORLD.md").read_text()

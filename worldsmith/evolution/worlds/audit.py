@@ -16,7 +16,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from .artifacts import AUDIT, CONTRACT, PHENOMENA, WORLD_MD, PhenomenonTruth, write_json, write_text
-from .audit_checks import check_invariant, check_phenomenon
+from .audit_checks import check_invariant, check_phenomenon, clipping_notes
 from .audit_edges import CheckResult, audit_edges
 from .integrity import record_auditor_files, require_intact_world
 from worldsmith.core.world_contract import WorldContract
@@ -32,6 +32,7 @@ class AuditReport(BaseModel):
     phenomena: list[CheckResult] = Field(default_factory=list)
     reconciliation: list[str] = Field(default_factory=list)
     issues: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # e.g. values clipped at a bound; not failures
 
     def counts(self, kind: str) -> dict[str, int]:
         items = getattr(self, {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena"}[kind])
@@ -99,6 +100,7 @@ def audit_world(world_dir: str | Path, write: bool = True, verify: bool = True) 
     report.phenomena = [check_phenomenon(c, p.id, rec, truth[p.id].value, by_edge) for p in c.phenomena]
     report.reconciliation = _reconciliation_log(c, rec)
     report.issues = list(rec.plan.issues)
+    report.warnings = clipping_notes(c, rec)
     if write:
         from .worldmd import world_markdown
 

@@ -34,6 +34,27 @@ def _values(c: WorldContract, rec: Reconciled, var: str) -> pd.Series | None:
     return pd.to_numeric(wide[var], errors="coerce").dropna()
 
 
+CLIP_NOTE_SHARE = 0.05  # a larger share of observed values sitting exactly on a declared bound is worth a note
+
+
+def clipping_notes(c: WorldContract, rec: Reconciled) -> list[str]:
+    """Variables with a large share of observed values exactly at a declared bound: the engine clipped them there,
+    which flattens every mechanism into that variable (its estimated effects shrink towards zero)."""
+    notes = []
+    for name, n in c.nodes().items():
+        if n.bounds is None or n.kind not in ("numeric", "count"):
+            continue
+        v = _values(c, rec, name)
+        if v is None or v.empty:
+            continue
+        for side, bound in (("lower", n.bounds.lower), ("upper", n.bounds.upper)):
+            share = float((v == bound).mean()) if bound is not None else 0.0
+            if share > CLIP_NOTE_SHARE:
+                notes.append(f"`{name}`: {share:.1%} of observed values sit at the {side} bound {bound:g} "
+                             f"(clipped); effects on `{name}` are attenuated there")
+    return notes
+
+
 def check_invariant(c: WorldContract, inv: Any, rec: Reconciled) -> CheckResult:
     if inv.kind == "unique_ids":
         t = rec.table(inv.entity)
