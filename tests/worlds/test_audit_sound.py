@@ -118,3 +118,36 @@ def test_audit_notes_values_clipped_at_a_bound(tmp_path):
         f"`amount`: {share:.1%} of observed values sit at the lower bound 0 (clipped); effects on `amount` are "
         f"attenuated there"]
     assert "Warnings:" in (tmp_path / "w" / "WORLD.md").read_text()
+
+
+@pytest.mark.parametrize("case", ["binary switch", "event switch, dates jittered"])
+def test_on_off_switches_are_detected(case, tmp_path):
+    from worldsmith.evolution.worlds.audit_claims import zero_effect_twin
+
+    d = mini_contract(events=[{"name": "launch", "date": "2024-01-01", "description": "new checkout"}])
+    if case == "binary switch":  # a 0/1 flag read through a threshold at 0.5
+        d["entities"][1]["attributes"].append({"name": "promo", "distribution": {"type": "bernoulli", "p": 0.3}})
+        d["systems"][1]["variables"].append("promo")
+        d["edges"].append({"id": "switch", "sources": ["promo"], "target": "amount",
+                           "mechanism": {"type": "threshold", "threshold": 0.5, "jump": 3.0}})
+        flag = lambda o: o["promo"] == 1  # noqa: E731
+    else:  # a step at an event date, with up to 20 days of undocumented posting jitter
+        d["edges"].append({"id": "switch", "sources": [], "target": "amount",
+                           "mechanism": {"type": "step_event", "event": "launch", "jump": 3.0}})
+        d["systems"][1]["defects"] = [{"type": "delay", "days": 0, "jitter_days": 20, "rate": 1.0}]
+        flag = lambda o: pd.to_datetime(o["date"]) >= "2024-01-01"  # noqa: E731
+    c = contract(d)
+    build_world(c, 5, tmp_path / "t")
+    r = read_audit(tmp_path / "t")
+    assert r.passed, [x.reason for x in r.failures()]
+    sw = {x.id: x for x in r.edges}["switch"]
+    assert sw.observed == pytest.approx(3.0, abs=0.4)
+    # plain pandas: the raw gap between rows with the switch on and off is near the jump (other causes are
+    # independent of it), so the audit's estimate is the jump at the switch
+    shop = pd.read_csv(tmp_path / "t" / "data" / "shop.csv")
+    on = flag(shop)
+    gap = shop.loc[on, "amount"].mean() - shop.loc[~on, "amount"].mean()
+    assert gap == pytest.approx(3.0, abs=0.6)
+    build_world(c, 5, tmp_path / "z", generated_from=zero_effect_twin(c, "switch"))
+    z = read_audit(tmp_path / "z")
+    assert not z.passed and {x.id: x.status for x in z.edges}["switch"] == "fail"
