@@ -1,4 +1,4 @@
-"""World-engine benchmark: scale (10^4..10^6 canonical rows) and audit pass rate.
+"""World-engine benchmark: scale (10^4..10^6 canonical rows), audit pass rate, audit claims, xlsx reading cost.
 
 Scale: for each size, a child process builds the `operations_supply_chain` template world and reports the time of
 each stage (generate, project, write, audit) and its peak RSS. A baseline, measured in the same child, re-writes
@@ -6,8 +6,9 @@ the same final observed tables with plain pandas writers (to_csv / to_parquet / 
 the ratio total / baseline is what the target (<= 3x) refers to. Medians over --repeats runs.
 
 Audit claims: --claims random contracts, each built as claimed and as zero-effect twins (one per mechanism type it
-uses): sensitivity (true worlds passed) and specificity (twins failed), per mechanism. xlsx cost: every reference solution of a 10^5-row finance
-world (its ledger is an xlsx workbook, one sheet per year), each run in its own interpreter.
+uses): sensitivity (true worlds passed) and specificity (twins failed), per mechanism.
+xlsx cost: every reference solution of a 10^5-row finance world (its ledger is an xlsx workbook, one sheet per
+year), each run in its own interpreter.
 
 Audit pass rate: --worlds random template variants (random_contract, small rows) are built and audited; the share
 of edges and of phenomena that pass is reported (only passing phenomena become tasks).
@@ -248,7 +249,9 @@ def main() -> None:
     if a.child:
         print(json.dumps(child(int(a.child[0]), int(a.child[1]), Path(a.child[2]))))
         return
-    report = {"scale": scale(a.sizes, {n: (a.big_repeats if n >= 1_000_000 else a.repeats) for n in a.sizes})}
+    report: dict = {}
+    if a.sizes:
+        report["scale"] = scale(a.sizes, {n: (a.big_repeats if n >= 1_000_000 else a.repeats) for n in a.sizes})
     if a.worlds:
         report["audit"] = audit_rate(a.worlds, a.audit_rows)
     if a.claims:

@@ -37,7 +37,9 @@ def test_grouping_column_is_generated_before_its_target():
     orders = s.wide("orders")
     # the discount effect is -0.5 per point, doubled in the north: compare slopes with plain numpy
     north, south = orders[orders["zone"] == "north"], orders[orders["zone"] == "south"]
-    slope = lambda d: np.polyfit(d["discount"], d["amount"] - 0.8 * d["income"], 1)[0]  # noqa: E731
+
+    def slope(d: pd.DataFrame) -> float:
+        return float(np.polyfit(d["discount"], d["amount"] - 0.8 * d["income"], 1)[0])
     assert slope(north) == pytest.approx(-1.0, abs=0.05)
     assert slope(south) == pytest.approx(-0.5, abs=0.05)
 
@@ -114,9 +116,9 @@ def test_audit_notes_values_clipped_at_a_bound(tmp_path):
     share = (shop["amount"] == 0).mean()  # plain pandas on the observed file
     assert share > 0.2
     r = read_audit(tmp_path / "w")
-    assert [w for w in r.warnings if w.startswith("`amount`")] == [
-        f"`amount`: {share:.1%} of observed values sit at the lower bound 0 (clipped); effects on `amount` are "
-        f"attenuated there"]
+    note = (f"`amount`: {share:.1%} of observed values sit at the lower bound 0 (clipped); effects on `amount` are "
+            f"attenuated there")
+    assert [w for w in r.warnings if w.startswith("`amount`")] == [note]
     assert "Warnings:" in (tmp_path / "w" / "WORLD.md").read_text()
 
 
@@ -130,12 +132,14 @@ def test_on_off_switches_are_detected(case, tmp_path):
         d["systems"][1]["variables"].append("promo")
         d["edges"].append({"id": "switch", "sources": ["promo"], "target": "amount",
                            "mechanism": {"type": "threshold", "threshold": 0.5, "jump": 3.0}})
-        flag = lambda o: o["promo"] == 1  # noqa: E731
+        def flag(o: pd.DataFrame) -> pd.Series:
+            return o["promo"] == 1
     else:  # a step at an event date, with up to 20 days of undocumented posting jitter
         d["edges"].append({"id": "switch", "sources": [], "target": "amount",
                            "mechanism": {"type": "step_event", "event": "launch", "jump": 3.0}})
         d["systems"][1]["defects"] = [{"type": "delay", "days": 0, "jitter_days": 20, "rate": 1.0}]
-        flag = lambda o: pd.to_datetime(o["date"]) >= "2024-01-01"  # noqa: E731
+        def flag(o: pd.DataFrame) -> pd.Series:
+            return pd.to_datetime(o["date"]) >= "2024-01-01"
     c = contract(d)
     build_world(c, 5, tmp_path / "t")
     r = read_audit(tmp_path / "t")

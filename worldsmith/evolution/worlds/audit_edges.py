@@ -159,12 +159,13 @@ def audit_target(c: WorldContract, target: str, rec: Reconciled) -> list[CheckRe
     exp = [shared_exp[slot[i]] for i in range(len(cols))]
     for e in usable:
         idx = [i for i, x in enumerate(cols) if x[0] == e.id]
-        verdicts = [(False, f"only {len(rows)} complete rows for {len(uniq)} estimated terms: too few to confirm "
-                            f"the claim") if few else judge(est[i], se[i], exp[i]) for i in idx]
+        too_few = (False, f"only {len(rows)} complete rows for {len(uniq)} estimated terms: too few to confirm "
+                          "the claim")
+        verdicts = [too_few if few else judge(est[i], se[i], exp[i]) for i in idx]
         labels = [cols[i][3] for i in idx]
         single = len(idx) == 1
         joint = sorted({cols[j][0] for i in idx for j in range(len(cols)) if slot[j] == slot[i]} - {e.id})
-        details = {"n": int(len(rows)), "method": method, "mechanism": e.mechanism.type,
+        details = {"n": len(rows), "method": method, "mechanism": e.mechanism.type,
                    "se": {labels[j]: float(se[i]) for j, i in enumerate(idx)}}
         if joint:
             details["estimated_jointly_with"] = joint

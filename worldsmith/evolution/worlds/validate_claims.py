@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from worldsmith.core.world_contract import NodeInfo, WorldContract
+
 from .problems import Problems
 
 CLIP_WARN_SHARE = 0.05  # a bound that clips more than this share of a distribution's mass is probably a mistake
