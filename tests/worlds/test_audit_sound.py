@@ -155,3 +155,15 @@ def test_on_off_switches_are_detected(case, tmp_path):
     build_world(c, 5, tmp_path / "z", generated_from=zero_effect_twin(c, "switch"))
     z = read_audit(tmp_path / "z")
     assert not z.passed and {x.id: x.status for x in z.edges}["switch"] == "fail"
+
+
+def test_validation_warns_when_a_claimed_effect_is_too_small_to_confirm(tmp_path):
+    d = mini_contract()
+    assert [w for w in _warnings(d) if w.code == "undetectable_edge"] == []
+    # discount ~ U(0, 30): sd 8.66; 4000 orders; noise sd 2: a coef of -0.002 is expected at z = 0.002 * 8.66 *
+    # sqrt(4000) / 2 = 0.55
+    d["edges"][1]["mechanism"]["coef"] = -0.002
+    got = [w for w in _warnings(d) if w.code == "undetectable_edge"]
+    assert [w.path for w in got] == ["edges[1](discount->amount)"] and "z = 0.5" in got[0].message
+    build_world(contract(d), 1, tmp_path / "w")  # and indeed the audit cannot confirm it
+    assert {x.id: x.status for x in read_audit(tmp_path / "w").edges}["discount->amount"] == "fail"
