@@ -68,7 +68,8 @@ def test_rerunning_world_new_reports_the_world_as_it_is(runs: Path, tmp_path: Pa
     assert again.exit_code == 0, again.output
     assert f"recoverable phenomena: {len(recoverable)};" in text(again.output) and "not rebuilt" in text(again.output)
     assert (world / "REPORT.md").read_bytes() == report  # the world's report is left as the build wrote it
-    made = sorted(runs.glob("*-world-*"))
+    # in creation order: two runs started within one second have names that sort by their random suffix
+    made = sorted(runs.glob("*-world-*"), key=lambda run: (run / "config.json").stat().st_mtime_ns)
     assert len(made) == 2  # each `world new` leaves its own run directory
     for run in made:
         assert all((run / n).is_file() for n in ("config.json", "events.jsonl", "report.md", "request.json"))
