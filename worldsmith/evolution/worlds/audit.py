@@ -116,8 +116,8 @@ def read_audit(world_dir: str | Path) -> AuditReport:
 
 
 def recoverable_phenomena(report: AuditReport) -> list[CheckResult]:
-    """Phenomena whose recipe on reconciled observed data matched the canonical value: only these
-    may become tasks."""
+    """Phenomena whose recipe on reconciled observed data matched the canonical value and whose claimed edges the
+    edge audit confirmed: only these may become tasks."""
     return [r for r in report.phenomena if r.passed]
 
 

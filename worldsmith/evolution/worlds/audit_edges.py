@@ -3,9 +3,11 @@
 For each target the auditor rebuilds, from observed columns, the basis of every incoming edge
 (the mechanism's shape is read from the contract: threshold, half-saturation, lag, event date,
 seasonal period, labels) and fits all magnitudes jointly, so each edge is judged holding the
-target's other causes fixed. Heterogeneous edges get one magnitude per group.
-An edge passes when the estimate has the contract's sign, is significant and is within
-max(35 %, 3 standard errors) of the contract's magnitude.
+target's other causes fixed. Heterogeneous edges get one magnitude per group; edges whose basis columns are
+identical (same source, target, shape and grouping column) share one term, judged against the sum of their
+magnitudes. An edge passes when the estimate has the contract's sign, is significant and is within
+max(35 %, 3 standard errors) of the contract's magnitude; with fewer than MIN_ROWS complete rows (or
+MIN_ROWS_PER_TERM per term) nothing can be confirmed and the target's edges fail.
 """
 
 from __future__ import annotations
