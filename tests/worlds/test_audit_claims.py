@@ -211,3 +211,19 @@ def test_verdict_requires_every_phenomenon(tmp_path):
     r = read_audit(tmp_path / "w")
     assert {x.id: x.status for x in r.phenomena} == {"mean_amount": "pass", "mean_income": "fail"}
     assert not r.passed
+
+
+def test_twin_of_a_summed_part_fails_the_sum(panel_world, tmp_path):
+    """Zeroing a part of a declared sum: the twin is still generated, and the audit of the claim fails the sum."""
+    from worldsmith.evolution.worlds import load_world
+
+    claim = load_world(panel_world).contract
+    total = next(i for i in claim.invariants if i.kind == "sum")
+    edge = next(str(e.id) for e in claim.edges if e.target == total.total)
+    twin = zero_effect_twin(claim, edge)
+    assert not [i for i in twin.invariants if i.kind == "sum"] and [i for i in claim.invariants if i.kind == "sum"]
+    build_world(claim, 5, tmp_path / "z", generated_from=twin)
+    r = read_audit(tmp_path / "z")
+    assert not r.passed
+    assert {x.id: x.status for x in r.invariants}[f"sum:{total.total}"] == "fail"
+    assert {x.id: x.status for x in r.edges}[edge] == "fail"

@@ -7,7 +7,8 @@ event's step into a before/after mean, the lag of a lagged correlation). Recompu
 only shows the files agree with the world's canonical state; its claimed edges show the world agrees with the contract,
 so a world generated with an effect at zero fails even though its files are faithful.
 
-`zero_effect_twin` builds the negative control: the same contract with one edge's magnitudes set to zero.
+`zero_effect_twin` builds the negative control: the same contract with one edge's magnitudes set to zero (and
+without a sum invariant the zeroed edge would break, so that the twin stays a valid contract to generate from).
 """
 
 from __future__ import annotations
@@ -53,5 +54,8 @@ def zero_effect_twin(c: WorldContract, edge_id: str) -> WorldContract:
             m[key] = 0.0
         if m.get("levels"):
             m["levels"] = {k: 0.0 for k in m["levels"]}
+        # the twin only generates data; a sum invariant over the zeroed edge's target would make it an invalid
+        # contract, while the claimed contract (which the audit reads) keeps it
+        data["invariants"] = [i for i in data["invariants"] if not (i["kind"] == "sum" and i["total"] == e["target"])]
         return WorldContract.model_validate(data)
     raise KeyError(f"no edge {edge_id!r} in contract {c.id}; edges: {[e.id for e in c.edges]}")
