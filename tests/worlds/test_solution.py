@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from worldsmith.evolution.worlds import load_world, parse_answer, read_audit, reference_solution_code
@@ -41,3 +42,38 @@ def test_label_answer(tmp_path):
 
     build_world(load_template("customer_pricing", rows=3000), 1, tmp_path / "w")
     assert run_solution(tmp_path / "w", "priciest_tier") == "enterprise"
+
+
+def _same_cells(ours, theirs) -> None:
+    """Same header, same blanks, same numbers (a float written as 12.0 may read back as '12') and same text."""
+    assert list(ours.columns) == list(theirs.columns) and ours.shape == theirs.shape
+    for col in ours.columns:
+        a, b = pd.to_numeric(ours[col], errors="coerce"), pd.to_numeric(theirs[col], errors="coerce")
+        text = a.isna() & b.isna()
+        assert ((a == b) | text).all(), col
+        assert (ours[col][text].fillna("") == theirs[col][text].fillna("")).all(), col
+
+
+def test_fast_xlsx_reader_reads_what_openpyxl_reads(panel_world, tmp_path):
+    """The stdlib reader the reference solutions use agrees with pandas' openpyxl engine, on the world's own
+    workbook (inline strings) and on one openpyxl wrote (shared strings, blank cells, several sheets)."""
+    from worldsmith.evolution.worlds.kernels import read_sheets
+
+    book = next((panel_world / "data").glob("*.xlsx"))
+    ours = read_sheets(book)
+    theirs = pd.read_excel(book, sheet_name=None, dtype=str, keep_default_na=False, na_values=[""])
+    assert list(ours) == list(theirs)
+    for name in ours:
+        _same_cells(ours[name], theirs[name])
+    other = tmp_path / "other.xlsx"
+    frames = {"a": pd.DataFrame({"id": ["x1", "x2", "x1"], "v": [1.5, None, 3.0], "n": [1, 2, 3]}),
+              "b": pd.DataFrame({"w": ["é", "", "z"]})}
+    with pd.ExcelWriter(other, engine="openpyxl") as xw:
+        for name, df in frames.items():
+            df.to_excel(xw, sheet_name=name, index=False)
+    ours = read_sheets(other, ["b", "a"])
+    assert list(ours) == ["b", "a"]
+    _same_cells(ours["a"], frames["a"].astype(object))
+    assert ours["b"]["w"].tolist()[0::2] == ["é", "z"] and pd.isna(ours["b"]["w"][1])
+    with pytest.raises(ValueError, match="no sheet 'c'"):
+        read_sheets(other, ["c"])

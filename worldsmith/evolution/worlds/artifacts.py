@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ PHENOMENA = f"{TRUTH}/phenomena.json"
 
 class PhenomenonTruth(BaseModel):
     id: str
-    value: float | str
+    value: float | str | None  # None: the recipe has no value on the canonical data (written as JSON null)
     tolerance: Tolerance
     statement: str  # rendered with the canonical value
     entity: str
@@ -61,10 +62,22 @@ def file_hashes(root: Path, exclude: tuple[str, ...] = (MANIFEST,)) -> dict[str,
     return out
 
 
+def json_safe(data: Any) -> Any:
+    """NaN and infinities as null: the JSON standard has no spelling for them (Python's `NaN` is not JSON)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {k: json_safe(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_safe(v) for v in data]
+    return data
+
+
 def write_json(path: Path, data: Any) -> None:
-    """Atomic JSON write (temp file + rename), stable key order."""
+    """Atomic, strictly valid JSON write (temp file + rename), stable key order; NaN is written as null."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    text = json.dumps(json_safe(data), indent=2, sort_keys=True, default=str, allow_nan=False)
+    tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 

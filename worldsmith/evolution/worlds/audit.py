@@ -16,7 +16,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from .artifacts import AUDIT, CONTRACT, PHENOMENA, WORLD_MD, PhenomenonTruth, write_json, write_text
-from .audit_checks import check_invariant, check_phenomenon
+from .audit_checks import check_invariant, check_phenomenon, clipping_notes
 from .audit_edges import CheckResult, audit_edges
 from .integrity import record_auditor_files, require_intact_world
 from worldsmith.core.world_contract import WorldContract
@@ -32,6 +32,7 @@ class AuditReport(BaseModel):
     phenomena: list[CheckResult] = Field(default_factory=list)
     reconciliation: list[str] = Field(default_factory=list)
     issues: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # e.g. values clipped at a bound; not failures
 
     def counts(self, kind: str) -> dict[str, int]:
         items = getattr(self, {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena"}[kind])
@@ -43,9 +44,15 @@ class AuditReport(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """No edge or invariant failed (skips allowed) and at least one phenomenon is recoverable."""
-        return (all(r.status != "fail" for r in self.edges + self.invariants)
-                and any(r.passed for r in self.phenomena))
+        """Every declared claim holds: no edge, invariant or phenomenon failed, and something was judged.
+
+        A skip (an edge or invariant whose columns no system observes) is not a failure; validation warns about
+        such claims when the contract is written."""
+        judged = self.edges + self.invariants + self.phenomena
+        return all(r.status != "fail" for r in judged) and any(r.passed for r in judged)
+
+    def failures(self) -> list[CheckResult]:
+        return [r for r in self.edges + self.invariants + self.phenomena if r.status == "fail"]
 
 
 def load_contract(world_dir: Path) -> WorldContract:
@@ -89,9 +96,11 @@ def audit_world(world_dir: str | Path, write: bool = True, verify: bool = True) 
     report = AuditReport(world_id=c.id, contract_sha256=c.sha256())
     report.edges = audit_edges(c, rec)
     report.invariants = [check_invariant(c, inv, rec) for inv in c.invariants]
-    report.phenomena = [check_phenomenon(c, p.id, rec, truth[p.id].value) for p in c.phenomena]
+    by_edge = {r.id: r for r in report.edges}
+    report.phenomena = [check_phenomenon(c, p.id, rec, truth[p.id].value, by_edge) for p in c.phenomena]
     report.reconciliation = _reconciliation_log(c, rec)
     report.issues = list(rec.plan.issues)
+    report.warnings = clipping_notes(c, rec)
     if write:
         from .worldmd import world_markdown
 
@@ -107,8 +116,8 @@ def read_audit(world_dir: str | Path) -> AuditReport:
 
 
 def recoverable_phenomena(report: AuditReport) -> list[CheckResult]:
-    """Phenomena whose recipe on reconciled observed data matched the canonical value: only these
-    may become tasks."""
+    """Phenomena whose recipe on reconciled observed data matched the canonical value and whose claimed edges the
+    edge audit confirmed: only these may become tasks."""
     return [r for r in report.phenomena if r.passed]
 
 
@@ -117,7 +126,7 @@ class PhenomenonReference(BaseModel):
 
     id: str
     statement: str
-    canonical_value: float | str
+    canonical_value: float | str | None
     tolerance: dict[str, float]
     entity: str
     kind: str

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .audit_claims import phenomenon_claims
 from .audit_edges import CheckResult
 from worldsmith.core.world_contract import WorldContract
 from .recipes import evaluate, recipe_columns, recipe_entity, where_columns
@@ -31,6 +32,27 @@ def _values(c: WorldContract, rec: Reconciled, var: str) -> pd.Series | None:
     if wide is None or var not in wide.columns:
         return None
     return pd.to_numeric(wide[var], errors="coerce").dropna()
+
+
+CLIP_NOTE_SHARE = 0.05  # a larger share of observed values sitting exactly on a declared bound is worth a note
+
+
+def clipping_notes(c: WorldContract, rec: Reconciled) -> list[str]:
+    """Variables with a large share of observed values exactly at a declared bound: the engine clipped them there,
+    which flattens every mechanism into that variable (its estimated effects shrink towards zero)."""
+    notes = []
+    for name, n in c.nodes().items():
+        if n.bounds is None or n.kind not in ("numeric", "count"):
+            continue
+        v = _values(c, rec, name)
+        if v is None or v.empty:
+            continue
+        for side, bound in (("lower", n.bounds.lower), ("upper", n.bounds.upper)):
+            share = float((v == bound).mean()) if bound is not None else 0.0
+            if share > CLIP_NOTE_SHARE:
+                notes.append(f"`{name}`: {share:.1%} of observed values sit at the {side} bound {bound:g} "
+                             f"(clipped); effects on `{name}` are attenuated there")
+    return notes
 
 
 def check_invariant(c: WorldContract, inv: Any, rec: Reconciled) -> CheckResult:
@@ -121,9 +143,15 @@ def _check_event(c: WorldContract, inv: Any, rec: Reconciled) -> CheckResult:
     return _inv(inv, True, f"{inv.event} ({want}) is in the memo and inside the date range of {inv.systems}", got, want)
 
 
-def check_phenomenon(c: WorldContract, pid: str, rec: Reconciled, canonical: Any) -> CheckResult:
+def check_phenomenon(c: WorldContract, pid: str, rec: Reconciled, canonical: Any,
+                     edges: dict[str, CheckResult] | None = None) -> CheckResult:
+    """Recompute the phenomenon on observed data and compare with the canonical value; then require every edge it
+    claims (`audit_claims.phenomenon_claims`) to have been confirmed by the edge audit (`edges`, by id)."""
     ph = c.phenomenon(pid)
     base = CheckResult(kind="phenomenon", id=pid, status="fail", expected=canonical)
+    if canonical is None:
+        base.reason = "no canonical value: the recipe is undefined on the canonical data"
+        return base
     entity = recipe_entity(c, ph.recipe)
     wide = rec.wide(entity)
     need = [*recipe_columns(ph.recipe), *where_columns(ph.recipe)]
@@ -144,8 +172,14 @@ def check_phenomenon(c: WorldContract, pid: str, rec: Reconciled, canonical: Any
         base.reason = f"observed {observed!r} vs canonical {canonical!r}"
     else:
         ok = bool(np.isfinite(observed)) and ph.tolerance.allows(float(observed), float(canonical))
+        base.observed = float(observed) if np.isfinite(observed) else None
         base.reason = (f"observed {observed:.6g} vs canonical {canonical:.6g} "
                        f"(tolerance ±{ph.tolerance.width(float(canonical)):.3g})")
+    claims = phenomenon_claims(c, ph)
+    refuted = [f"{e}: {edges[e].reason}" for e in claims if edges and e in edges and edges[e].status == "fail"]
+    if ok and refuted:
+        ok = False
+        base.reason += "; the effect it claims is not in the data: " + "; ".join(refuted)
     base.status = "pass" if ok else "fail"
-    base.details = {"entity": entity, "tolerance": ph.tolerance.model_dump()}
+    base.details = {"entity": entity, "tolerance": ph.tolerance.model_dump(), "claims": claims}
     return base

@@ -3,9 +3,11 @@
 For each target the auditor rebuilds, from observed columns, the basis of every incoming edge
 (the mechanism's shape is read from the contract: threshold, half-saturation, lag, event date,
 seasonal period, labels) and fits all magnitudes jointly, so each edge is judged holding the
-target's other causes fixed. Heterogeneous edges get one magnitude per group.
-An edge passes when the estimate has the contract's sign, is significant and is within
-max(35 %, 3 standard errors) of the contract's magnitude.
+target's other causes fixed. Heterogeneous edges get one magnitude per group; edges whose basis columns are
+identical (same source, target, shape and grouping column) share one term, judged against the sum of their
+magnitudes. An edge passes when the estimate has the contract's sign, is significant and is within
+max(35 %, 3 standard errors) of the contract's magnitude; with fewer than MIN_ROWS complete rows (or
+MIN_ROWS_PER_TERM per term) nothing can be confirmed and the target's edges fail.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ REL_TOL = 0.35
 SE_TOL = 3.0
 Z_MIN = 2.0
 MAX_FIT_ROWS = 200_000
+MIN_ROWS = 30  # below this (or MIN_ROWS_PER_TERM per estimated term) standard errors mean nothing: the claim fails
+MIN_ROWS_PER_TERM = 10
 
 
 class CheckResult(BaseModel):
@@ -131,31 +135,61 @@ def audit_target(c: WorldContract, target: str, rec: Reconciled) -> list[CheckRe
     cols: list[tuple[str, np.ndarray, float, str, bool]] = []
     for e in usable:
         cols += [(str(e.id), *x) for x in _columns(c, e, view, node.kind)]
-    X = np.column_stack([x[1] for x in cols])
+    slot = _shared_slots(cols)
+    uniq = sorted(set(slot))
+    X = np.column_stack([cols[u][1] for u in uniq])
     y = view.col(target)
     ok = np.isfinite(y) & np.isfinite(X).all(axis=1)
     rows = np.flatnonzero(ok)
     if len(rows) > MAX_FIT_ROWS:  # an evenly spaced subsample estimates magnitudes just as well, much faster
         rows = rows[np.linspace(0, len(rows) - 1, MAX_FIT_ROWS).astype(int)]
     Xf, yf = X[rows], y[rows]
-    live = Xf.std(axis=0) > 0
-    res = fit_target(node.kind, Xf[:, live], np.array([x[4] for x in cols])[live], yf)
-    est = np.full(len(cols), np.nan)
-    se = np.full(len(cols), np.nan)
-    est[live], se[live] = res.coef, res.se
+    live = Xf.std(axis=0) > 0 if len(rows) > 1 else np.zeros(len(uniq), dtype=bool)
+    u_est = np.full(len(uniq), np.nan)
+    u_se = np.full(len(uniq), np.nan)
+    method = "none"
+    few = len(rows) < max(MIN_ROWS, MIN_ROWS_PER_TERM * len(uniq))
+    if live.any() and not few:
+        res = fit_target(node.kind, Xf[:, live], np.array([cols[u][4] for u in uniq])[live], yf)
+        u_est[live], u_se[live], method = res.coef, res.se, res.method
+    pos = {u: k for k, u in enumerate(uniq)}
+    # columns with the same basis (same source, target, shape and group) are one term: its estimate is judged
+    # against the sum of the contract's magnitudes of every edge that shares it
+    shared_exp = {u: sum(cols[i][2] for i in range(len(cols)) if slot[i] == u) for u in uniq}
+    est = np.array([u_est[pos[slot[i]]] for i in range(len(cols))])
+    se = np.array([u_se[pos[slot[i]]] for i in range(len(cols))])
+    exp = [shared_exp[slot[i]] for i in range(len(cols))]
     for e in usable:
         idx = [i for i, x in enumerate(cols) if x[0] == e.id]
-        verdicts = [judge(est[i], se[i], cols[i][2]) for i in idx]
+        too_few = (False, f"only {len(rows)} complete rows for {len(uniq)} estimated terms: too few to confirm "
+                          "the claim")
+        verdicts = [too_few if few else judge(est[i], se[i], exp[i]) for i in idx]
         labels = [cols[i][3] for i in idx]
         single = len(idx) == 1
+        joint = sorted({cols[j][0] for i in idx for j in range(len(cols)) if slot[j] == slot[i]} - {e.id})
+        details = {"n": len(rows), "method": method, "mechanism": e.mechanism.type,
+                   "se": {labels[j]: float(se[i]) for j, i in enumerate(idx)}}
+        if joint:
+            details["estimated_jointly_with"] = joint
         results.append(CheckResult(
             kind="edge", id=str(e.id), status="pass" if all(v[0] for v in verdicts) else "fail",
             observed=float(est[idx[0]]) if single else {labels[j]: float(est[i]) for j, i in enumerate(idx)},
-            expected=cols[idx[0]][2] if single else {labels[j]: cols[i][2] for j, i in enumerate(idx)},
+            expected=exp[idx[0]] if single else {labels[j]: exp[i] for j, i in enumerate(idx)},
             reason="; ".join(f"{labels[j]}: {v[1]}" if not single else v[1] for j, v in enumerate(verdicts)),
-            details={"n": int(len(rows)), "method": res.method, "mechanism": e.mechanism.type,
-                     "se": {labels[j]: float(se[i]) for j, i in enumerate(idx)}}))
+            details=details))
     return results
+
+
+def _shared_slots(cols: list[tuple[str, np.ndarray, float, str, bool]]) -> list[int]:
+    """For each design column, the index of the first column with the same values (and the same additive or
+    multiplicative role): two edges from one source into one target split by one grouping column produce identical
+    columns, which a regression cannot tell apart, so they are estimated as one term."""
+    slot: list[int] = []
+    for i, (_, arr, _, _, mult) in enumerate(cols):
+        same = next((j for j in range(i) if slot[j] == j and cols[j][4] == mult
+                     and np.array_equal(cols[j][1], arr, equal_nan=True)), i)
+        slot.append(same)
+    return slot
 
 
 def audit_edges(c: WorldContract, rec: Reconciled) -> list[CheckResult]:

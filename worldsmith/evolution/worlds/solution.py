@@ -24,8 +24,11 @@ _HEADER = '''#!/usr/bin/env python3
 Run from the world directory: it reads only files under data/ and prints @{pid}[value].
 """
 import operator
+import posixpath
 import re
 import sqlite3
+import xml.etree.ElementTree as ET
+import zipfile
 
 import numpy as np
 import pandas as pd

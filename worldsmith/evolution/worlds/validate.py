@@ -24,6 +24,7 @@ _ONE_SOURCE = ("linear", "logistic", "multiplicative", "threshold", "saturating"
 
 def validate_contract(c: WorldContract) -> list[ContractProblem]:
     """Every semantic problem of a structurally valid contract (errors and warnings)."""
+    from .validate_claims import check_clipping, check_observability, check_power
     from .validate_io import check_invariants, check_phenomena, check_systems
 
     p = Problems()
@@ -33,7 +34,9 @@ def validate_contract(c: WorldContract) -> list[ContractProblem]:
                 ("edges", lambda: _check_edges(c, nodes, p)), ("edges", lambda: _check_dag(c, p)),
                 ("events", lambda: _check_events_confounders(c, nodes, p)),
                 ("invariants", lambda: check_invariants(c, nodes, p)), ("systems", lambda: check_systems(c, nodes, p)),
-                ("phenomena", lambda: check_phenomena(c, nodes, p))]
+                ("phenomena", lambda: check_phenomena(c, nodes, p)),
+                ("observability", lambda: check_observability(c, p)),
+                ("bounds", lambda: check_clipping(c, nodes, p)), ("edges", lambda: check_power(c, nodes, p))]
     for where, run in sections:
         try:
             run()
@@ -323,12 +326,16 @@ def _check_mechanism(c: WorldContract, e: Any, nodes: dict[str, NodeInfo], tgt: 
 
 
 def edge_graph(c: WorldContract) -> nx.DiGraph:
+    """Dependencies between nodes: every edge's sources, and its grouping column (heterogeneity reads it), come
+    before its target."""
     g = nx.DiGraph()
     g.add_nodes_from(c.nodes())
     for e in c.edges:
         nodes = c.edge_nodes(e)
         for s in nodes[:-1]:
             g.add_edge(s, e.target, edge=e.id)
+        if e.heterogeneity is not None and not g.has_edge(e.heterogeneity.by, e.target):
+            g.add_edge(e.heterogeneity.by, e.target, edge=e.id)
     return g
 
 

@@ -108,14 +108,22 @@ def _write_truth(state: CanonicalState, ledger: list[LedgerEntry], root: Path) -
 
 def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: int | None = None,
                 progress: Progress | None = None, produced_by: str = "engine", audit: bool = True,
-                sabotage: list[Sabotage] | None = None, overwrite: bool = False) -> WorldResult:
-    """contract + seed -> a world directory (data room, truth, manifest, and by default the audit)."""
+                sabotage: list[Sabotage] | None = None, overwrite: bool = False,
+                generated_from: WorldContract | None = None) -> WorldResult:
+    """contract + seed -> a world directory (data room, truth, manifest, and by default the audit).
+
+    `generated_from` (negative control, e.g. `audit_claims.zero_effect_twin`): the canonical state is drawn from this
+    contract while `contract.json` and the documents keep `contract`'s claims, so the audit must find them false."""
     out_dir = Path(out_dir)
     note = progress or (lambda stage, frac: None)
     full = scaled(contract, rows)
+    source = full if generated_from is None else scaled(generated_from, rows)
     if sabotage:
         produced_by += "+sabotage:" + ",".join(f"{s.kind}:{s.variable}" for s in sabotage)
     sha = full.sha256() if not sabotage else f"{full.sha256()}+{sabotage[0].model_dump_json()}"
+    if generated_from is not None:
+        produced_by += "+generated_from:" + source.sha256()[:12]
+        sha += f"+generated_from:{source.sha256()}"
     _finish_interrupted_swap(out_dir)
     done = _existing(out_dir, sha, seed, rows)
     if done is not None:
@@ -134,7 +142,7 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
     try:
         t0 = time.perf_counter()
         note("generate", 0.0)
-        state = generate(full, seed)
+        state = generate(source, seed)
         timings["generate"] = time.perf_counter() - t0
         note("project", 0.3)
         t0 = time.perf_counter()

@@ -74,6 +74,8 @@ def world_markdown(c: WorldContract, report: "AuditReport", truth: dict[str, "Ph
     lines += [f"- {x}" for x in report.reconciliation] or ["- none found"]
     if report.issues:
         lines += ["", "Unresolved:", ""] + [f"- {x}" for x in report.issues]
+    if report.warnings:
+        lines += ["", "Warnings:", ""] + [f"- {x}" for x in report.warnings]
     lines += ["", "## Causal structure", ""]
     verdict = {r.id: r for r in report.edges}
     for e in c.edges:
@@ -100,5 +102,7 @@ def world_markdown(c: WorldContract, report: "AuditReport", truth: dict[str, "Ph
               f"- edges: {s['edge']['pass']} pass, {s['edge']['fail']} fail, {s['edge']['skip']} skipped",
               f"- invariants: {s['invariant']['pass']} pass, {s['invariant']['fail']} fail, "
               f"{s['invariant']['skip']} skipped",
-              f"- phenomena: {s['phenomenon']['pass']} recoverable of {len(report.phenomena)}", ""]
+              f"- phenomena: {s['phenomenon']['pass']} recoverable of {len(report.phenomena)}",
+              "- verdict: every declared claim holds" if report.passed else
+              f"- verdict: {len(report.failures())} declared claim(s) fail", ""]
     return "\n".join(lines)
