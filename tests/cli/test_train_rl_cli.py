@@ -57,3 +57,19 @@ def test_train_rl_one_step_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest
 def test_train_rl_refuses_a_missing_collection(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["train", "rl", "--tasks", str(tmp_path / "nope")])
     assert r.exit_code == 2
+
+
+def test_expert_length_limit_is_the_callers(tmp_path: Path) -> None:
+    """An expert longer than --expert-max-tokens is dropped from the SFT term (the byte-level tiny tokenizer makes a
+    short oracle a few hundred tokens); a generous limit keeps it."""
+    from worldsmith.app.train_rl import _experts
+    from worldsmith.training.models import tiny_tokenizer
+
+    oracle = Trajectory(id="o1", task_id="t1", model="engine", label="oracle", user_prompt="Total amount? " * 20,
+                        steps=[Step(index=0, thought="sum", action=Action(kind="answer", content="@total[30]"))],
+                        final_answer="@total[30]", status="answered")
+    write_model(tmp_path / "oracles" / "o1.json", oracle)
+    tok = tiny_tokenizer()
+    with pytest.raises(ValueError, match="too long"):
+        _experts([tmp_path / "oracles"], tok, 64)
+    assert set(_experts([tmp_path / "oracles"], tok, 100_000)) == {"t1"}

@@ -45,6 +45,8 @@ class RLRequest:
     reward: str = "datamind"
     pool_size: int = 0
     max_tasks: int | None = None
+    expert_max_tokens: int = 4096
+    """Longest expert example for the SFT term (tokens); longer ones are dropped, as `train sft --max-tokens`."""
     seed: int = 0
 
 
@@ -88,7 +90,7 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
                       temperature=req.temperature, pool_size=req.pool_size, reward_weights=weights, seed=req.seed)
     models_dir = settings.llm.resolved_models_dir(settings.home)
     tokenizer = load_tokenizer(req.model, models_dir=models_dir)
-    experts = _experts(req.data, tokenizer) if req.data else {}
+    experts = _experts(req.data, tokenizer, req.expert_max_tokens) if req.data else {}
     # the index's split is authoritative (a package may predate assign_splits); test/dev never train
     tasks = [read_task_package(Path(coll) / e.path) for coll in req.tasks for e in TaskCollection(coll).entries()
              if e.split not in ("test", "dev")][:req.max_tasks]
@@ -110,11 +112,11 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
             "tasks": stats.rows, "with_expert": stats.with_expert, **summary}
 
 
-def _experts(paths: list[Path], tokenizer: Any) -> dict[str, tuple[list[int], list[int]]]:
+def _experts(paths: list[Path], tokenizer: Any, max_tokens: int) -> dict[str, tuple[list[int], list[int]]]:
     from worldsmith.agents.analyst import system_prompt
     from worldsmith.training.data import DataConfig, build_sft_dataset, load_trajectories
     from worldsmith.training.rl_data import expert_index
 
     trajectories, meta = load_trajectories(paths, system_prompt=system_prompt())
-    data = build_sft_dataset(trajectories, tokenizer, tasks=meta, config=DataConfig(validation_fraction=0.0))
+    data = build_sft_dataset(trajectories, tokenizer, tasks=meta, config=DataConfig(validation_fraction=0.0, max_tokens=max_tokens))
     return expert_index(data.train)

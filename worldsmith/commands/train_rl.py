@@ -39,6 +39,7 @@ def rl_cmd(tasks: Annotated[list[Path], typer.Option("--tasks", help="Task colle
            reward: Annotated[str, typer.Option(help="datamind (correct × length factor, −0.1 malformed) | closed-form.")] = "datamind",
            pool: Annotated[int, typer.Option("--pool", help="Warm sandbox sessions kept ready (0: start on demand).")] = 0,
            max_tasks: Annotated[Optional[int], typer.Option(help="Use at most N tasks.")] = None,
+           expert_max_tokens: Annotated[int, typer.Option(help="Longest expert example for the SFT term (tokens).")] = 4096,
            seed: Annotated[int, typer.Option(help="Seed for sampling and the tiny model.")] = 0,
            json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
     """SFT+RL: γ·SFT + (1−γ)·DAPO over multi-turn sandboxed rollouts; writes curves, report and checkpoint."""
@@ -56,7 +57,7 @@ def rl_cmd(tasks: Annotated[list[Path], typer.Option("--tasks", help="Task colle
                     prompts_per_step=prompts, num_generations=generations, grad_accum=grad_accum, lr=lr, gamma=gamma,
                     lora=lora, gspo=gspo, max_turns=max_turns, max_completion_tokens=max_tokens,
                     max_new_tokens=max_new_tokens, temperature=temperature, reward=reward, pool_size=pool,
-                    max_tasks=max_tasks, seed=seed)
+                    max_tasks=max_tasks, expert_max_tokens=expert_max_tokens, seed=seed)
     progress, on_step = step_reporter("rl", show=not json_out)
     with friendly_errors(ValueError, FileNotFoundError, FileExistsError, ArtifactError, ImportError, RuntimeError,
                          SandboxError), progress:
