@@ -1,7 +1,7 @@
 """GPU check of the SFT half: bf16 autodetect, a tiny SFT run, a SmolLM2-shaped random model's step time, tokens/s and
 peak memory, LoRA, and the `hf` provider generating on cuda from the saved checkpoint. Prints one `RESULT {json}` line.
 Run through benchmarks/gpu_check_sft.sh (it installs the carried wheels the GPU machine lacks). SMALL=1 shrinks it."""
-import os, asyncio, json, math, sys, tempfile, time
+import os, asyncio, json, math, tempfile
 from pathlib import Path
 import torch
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")

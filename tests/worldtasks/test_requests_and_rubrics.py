@@ -15,7 +15,6 @@ from worldsmith.core.answer_spec import quantity_sentence
 from worldsmith.evolution.worlds.answer_specs import world_answer_specs
 from worldsmith.evolution.worlds.audit import load_contract
 from worldsmith.evolution.worlds.tasks import dag, rubric_items, sample_specs
-from worldsmith.graphs.world_ops import _data_files
 
 FILES = ["data/crm.csv", "data/billing.sqlite", "data/product_analytics.parquet", "data/data_dictionary.md",
          "data/README.md", "data/memos/2024-01-15_onboarding.md"]

@@ -45,7 +45,6 @@ class SFTRequest:
     """Give engine oracles (written without a system prompt) the analyst's, so they train as the agent is prompted."""
 
 
-
 def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[int, int], None] | None = None
                    ) -> dict[str, Any]:
     """Build the dataset from `req.data`, fine-tune `req.model`, write the run directory; return its summary."""

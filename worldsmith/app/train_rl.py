@@ -50,7 +50,6 @@ class RLRequest:
     seed: int = 0
 
 
-
 def reward_functions(name: str) -> tuple[list[Any], list[float]]:
     """The reward functions and their weights. DataMind's reward comes with its components at weight 0, so TRL logs
     `rewards/closed_form_reward/*` (correctness) and `rewards/well_formed_reward/*` every step without training on
