@@ -1,0 +1,138 @@
+"""The director agent: reads the whole exploration graph and chooses what to explore next — an expansion of one
+eligible node (up to k directions) or a composition of >= 2 verified findings from different nodes.
+
+Only verified findings may be built on; repeats are refused through the caller's `seen(question)` (memory
+similarity) and against the questions already in the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from worldsmith.agents.asking import Outcome, ask, versions
+from worldsmith.core.evolution_schemas import (Composition, DirectorOutput, DomainProfile, Expansion, FindingRecord,
+                                               NodeRecord, WorkspaceProfile)
+from worldsmith.core.grading import normalise_text
+from worldsmith.llm.structured import validate_reply
+from worldsmith.prompts import template
+
+TEMPLATE = "evolve_director.md"
+
+
+def eligible_parents(nodes: list[NodeRecord], max_depth: int) -> list[NodeRecord]:
+    """Nodes that may be expanded: verified (or revised), not at the depth limit, with a verified finding."""
+    return [n for n in nodes if n.status in ("verified", "revised") and n.depth < max_depth
+            and any(f.verified for f in n.findings)]
+
+
+def verified_findings(nodes: list[NodeRecord]) -> dict[str, FindingRecord]:
+    return {f.id: f for n in nodes for f in n.findings if f.verified}
+
+
+def render_graph(nodes: list[NodeRecord]) -> str:
+    lines = []
+    for n in nodes:
+        parents = ",".join(n.parents) or "-"
+        lines.append(f"- node {n.id} (mode {n.mode}, depth {n.depth}, parents {parents}, status {n.status}): "
+                     f"{n.goal or '(initial workspace)'}")
+        lines += [f"    finding {f.id} [{'verified' if f.verified else f.status}]: {f.statement}" for f in n.findings]
+    return "\n".join(lines) or "(empty)"
+
+
+class _Checker:
+    """The deterministic rules a decision must satisfy; `problems` is fed back to the model."""
+
+    def __init__(self, nodes: list[NodeRecord], domain: DomainProfile, k: int, max_depth: int,
+                 seen: Callable[[str], bool]) -> None:
+        self.nodes = {n.id: n for n in nodes}
+        self.eligible = {n.id for n in eligible_parents(nodes, max_depth)}
+        self.findings = verified_findings(nodes)
+        self.work_modes = {normalise_text(w) for w in domain.work_modes}
+        self.asked = {normalise_text(n.goal) for n in nodes if n.goal}
+        self.k, self.seen = k, seen
+
+    def direction_problems(self, parent: str, d: Any, earlier: set[str]) -> list[str]:
+        out = []
+        f = self.findings.get(d.depends_on)
+        if f is None or f.node_id != parent:
+            out.append(f"direction {d.question!r}: depends_on {d.depends_on!r} is not a verified finding of node "
+                       f"{parent!r}")
+        if normalise_text(d.work_mode) not in self.work_modes:
+            out.append(f"direction {d.question!r}: work_mode {d.work_mode!r} is not one of the domain's work modes")
+        q = normalise_text(d.question)
+        if q in self.asked or q in earlier or self.seen(d.question):
+            out.append(f"direction {d.question!r} repeats a question already asked; ask something new")
+        return out
+
+    def problems(self, out: DirectorOutput) -> list[str]:
+        decision = out.decision
+        if isinstance(decision, Expansion):
+            if decision.parent not in self.eligible:
+                return [f"parent {decision.parent!r} is not eligible; choose one of {sorted(self.eligible)}"]
+            problems = [] if len(decision.directions) <= self.k else [
+                f"{len(decision.directions)} directions; at most {self.k} are allowed"]
+            earlier: set[str] = set()
+            for d in decision.directions:
+                problems += self.direction_problems(decision.parent, d, earlier)
+                earlier.add(normalise_text(d.question))
+            return problems
+        return self.composition_problems(decision)
+
+    def composition_problems(self, c: Composition) -> list[str]:
+        missing = [s for s in c.sources if s not in self.findings]
+        if missing:
+            return [f"sources {missing} are not verified findings"]
+        if len({self.findings[s].node_id for s in c.sources}) < 2:
+            return ["a composition needs verified findings from at least two different nodes"]
+        if normalise_text(c.objective) in self.asked or self.seen(c.objective):
+            return [f"objective {c.objective!r} repeats a question already asked"]
+        return []
+
+    def salvage(self, out: DirectorOutput) -> DirectorOutput | None:
+        """An expansion's acceptable directions when the model never got all of them right (up to k)."""
+        decision = out.decision
+        if not isinstance(decision, Expansion) or decision.parent not in self.eligible:
+            return None
+        kept, earlier = [], set()
+        for d in decision.directions:
+            if not self.direction_problems(decision.parent, d, earlier):
+                kept.append(d)
+                earlier.add(normalise_text(d.question))
+        if not kept:
+            return None
+        return DirectorOutput(decision=decision.model_copy(update={"directions": kept[: self.k]}))
+
+
+async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile, domain: DomainProfile, *,
+                 seen: Callable[[str], bool], k: int = 3, max_depth: int = 4, role: str = "teacher",
+                 retries: int = 2) -> Outcome[DirectorOutput]:
+    """The next expansion or composition. `seen(question)` says whether memory already holds a similar question."""
+    if k < 1:
+        raise ValueError(f"director: k must be at least 1, got {k}")
+    checker = _Checker(nodes, domain, k, max_depth, seen)
+    if not checker.eligible and len({f.node_id for f in checker.findings.values()}) < 2:
+        return Outcome(None, errors=["no node can be expanded (none verified below the depth limit) and fewer "
+                                     "than two nodes have verified findings to compose"])
+    t = template(TEMPLATE)
+    asked = sorted({n.goal for n in nodes if n.goal})
+    messages = [{"role": "system", "content": t.section("system")},
+                {"role": "user", "content": t.section(
+                    "user", overview=workspace.overview, work_modes=", ".join(domain.work_modes),
+                    graph=render_graph(nodes), asked="\n".join(f"- {q}" for q in asked) or "(none)", k=str(k),
+                    eligible=", ".join(sorted(checker.eligible)) or "(none: compose)")}]
+    outcome = await ask(llm, messages, DirectorOutput, role=role, templates=versions(TEMPLATE),
+                        check=checker.problems, retries=retries)
+    if outcome.value is None and outcome.calls:
+        last = _last_decision(outcome)
+        outcome.value = checker.salvage(last) if last is not None else None
+    return outcome
+
+
+def _last_decision(outcome: Outcome[DirectorOutput]) -> DirectorOutput | None:
+    """The last schema-valid decision the model gave (its reply of the last recorded call)."""
+    for call in reversed(outcome.calls):
+        value, _ = validate_reply(call.reply, DirectorOutput)
+        if value is not None:
+            return value  # type: ignore[return-value]
+    return None

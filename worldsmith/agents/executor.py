@@ -1,0 +1,151 @@
+"""The executor agent: a goal → one complete script run in the sandbox → `analyze_node<i>.py`, an analysis log
+and `execution_result.json` in the node's workdir.
+
+The model writes the whole script in one turn of the project's action grammar (the analyst's `decide`), so the
+file that is saved is exactly the code that produced the numbers and re-runs from the persisted inputs alone.
+A failed script or one without `RESULT name = value` lines is sent back with its output (bounded); then the
+model writes the result, whose conclusion may state only numbers the script printed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from worldsmith.agents.analyst import decide
+from worldsmith.agents.asking import Outcome, ask, record_call, versions
+from worldsmith.core.claim_numbers import parse_results, printed_numbers, unbacked_numbers
+from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage
+from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.core.store import atomic_write_text, write_model
+from worldsmith.prompts import template
+from worldsmith.tools.sandbox import ExecResult, open_sandbox
+
+TEMPLATE = "evolve_executor.md"
+RESULT_FILE = "execution_result.json"
+LOG_FILE = "analysis_log.md"
+OBSERVATION_CHARS = 4000
+
+
+def script_name(node: str | int) -> str:
+    return f"analyze_node{node}.py"
+
+
+class ResultDraft(BaseModel):
+    observations: list[str] = Field(description="what the output shows, one item each")
+    methodology: str = Field(description="what the script did, briefly")
+    conclusion: str = Field(min_length=1, description="the answer to the goal, numbers inline as printed")
+
+
+async def run_script(code: str, inputs: list[Path], sandbox: SandboxConfig, workspace: Path,
+                     timeout_s: float | None = None) -> ExecResult:
+    """One script in a fresh sandbox session whose cwd is `workspace` (inputs read-only by base name)."""
+    async with open_sandbox(sandbox, workspace=workspace, inputs=inputs) as sb:
+        return await sb.run(code, timeout=timeout_s)
+
+
+def report_problems(draft: ResultDraft, stdout: str) -> list[str]:
+    bad = unbacked_numbers(draft.conclusion, printed_numbers(stdout))
+    return [f"the conclusion states {', '.join(bad)}, which the script did not print; use the printed numbers"] if bad else []
+
+
+class _Log:
+    """The analysis log, written as Markdown: every draft, its output and what was decided."""
+
+    def __init__(self, goal: str) -> None:
+        self.parts = [f"# Analysis log\n\nGoal: {goal}\n"]
+
+    def add(self, heading: str, body: str, fence: str = "") -> None:
+        self.parts.append(f"## {heading}\n\n```{fence}\n{body.rstrip()}\n```\n" if fence is not None else body)
+
+    def text(self) -> str:
+        return "\n".join(self.parts)
+
+
+async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path, inputs: list[Path],
+                  sandbox: SandboxConfig, role: str = "agent", max_script_attempts: int = 3, report_retries: int = 2,
+                  timeout_s: float | None = None, feedback: str | None = None) -> Outcome[ExecutionResult]:
+    """Run `goal` and write the node's three files into `workdir`. `feedback`: a reviewer's issues with an
+    earlier attempt (the review loop's revision round). The result is returned even when it failed."""
+    if max_script_attempts < 1:
+        raise ValueError(f"executor: max_script_attempts must be at least 1, got {max_script_attempts}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    t, names = template(TEMPLATE), [p.name for p in inputs]
+    user = t.section("user", goal=goal.goal, context=goal.context_summary or "(nothing yet)",
+                     files="\n".join(f"- {n}" for n in names) or "(none)")
+    if feedback:
+        user += "\n\n" + t.section("review feedback", issues=feedback)
+    messages = [{"role": "system", "content": t.section("system")}, {"role": "user", "content": user}]
+    used, out, log = versions(TEMPLATE), Outcome[ExecutionResult](None), _Log(goal.goal)
+    script, run, error = "", None, "no script was written"
+    for attempt in range(1, max_script_attempts + 1):
+        d = await decide(llm, messages, role=role)
+        out.calls.append(record_call(len(out.calls), d.completion, used, reply=d.reply, sent=messages))
+        messages.append({"role": "assistant", "content": d.reply})
+        if d.turn.action is None or d.turn.action.kind != "code":
+            error = f"attempt {attempt}: no <code> block ({d.turn.error or 'the reply was an answer, not a script'})"
+            log.add(f"Attempt {attempt}: unreadable reply", d.raw)
+            messages.append({"role": "user", "content": t.section("script failed", observation=error)})
+            continue
+        script = d.turn.action.content
+        with tempfile.TemporaryDirectory(prefix="executor-") as tmp:
+            run = await run_script(script, inputs, sandbox, Path(tmp), timeout_s)
+            observation = run.to_observation(OBSERVATION_CHARS)
+            log.add(f"Attempt {attempt}: script", script, "python")
+            log.add(f"Attempt {attempt}: output", observation)
+            if run.ok and parse_results(run.stdout):
+                generated = _keep_generated(Path(tmp), run.files_changed, workdir, node)
+                break
+        section = "script failed" if not run.ok else "no results"
+        error = f"attempt {attempt}: " + ("the script failed" if not run.ok else "no RESULT lines printed")
+        messages.append({"role": "user", "content": t.section(section, observation=observation)})
+        run = None
+    base = dict(node=str(node), goal=goal.goal, script=script_name(node), log=LOG_FILE, inputs=names,
+                attempts=attempt)
+    atomic_write_text(workdir / script_name(node), script)
+    if run is None:
+        result = ExecutionResult(**base, status="failed", error=error)
+        log.add("Outcome", f"Failed after {attempt} attempt(s): {error}\n", None)
+        return _finish(out, result, workdir, log)
+    messages.append({"role": "user", "content": t.section("report", stdout=run.stdout[-OBSERVATION_CHARS:])})
+    report = await ask(llm, messages, ResultDraft, role=role, templates=used, retries=report_retries,
+                       check=lambda r: report_problems(r, run.stdout), first_index=len(out.calls))
+    out.calls += report.calls
+    out.errors += report.errors
+    numbers = parse_results(run.stdout)
+    if report.value is None:
+        result = ExecutionResult(**base, status="failed", numbers=numbers, generated_files=generated,
+                                 error="the model gave no usable result: " + "; ".join(report.errors[-3:]))
+    else:
+        result = ExecutionResult(**base, status="completed", numbers=numbers, generated_files=generated,
+                                 observations=report.value.observations, methodology=report.value.methodology,
+                                 conclusion=report.value.conclusion)
+    log.add("Outcome", f"Status: {result.status}\n\nConclusion: {result.conclusion or result.error}\n", None)
+    return _finish(out, result, workdir, log)
+
+
+def _finish(out: Outcome[ExecutionResult], result: ExecutionResult, workdir: Path, log: _Log) -> Outcome[ExecutionResult]:
+    atomic_write_text(workdir / LOG_FILE, log.text())
+    write_model(workdir / RESULT_FILE, result)
+    out.value = result
+    return out
+
+
+def _keep_generated(workspace: Path, changed: list[str], workdir: Path, node: str | int) -> list[str]:
+    """Copy what the script wrote into the workdir (same relative paths); the node's own files are never
+    overwritten by a script's output."""
+    reserved = {script_name(node), LOG_FILE, RESULT_FILE}
+    kept = []
+    for rel in changed:
+        src = workspace / rel
+        if rel in reserved or not src.is_file():
+            continue
+        dst = workdir / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+        kept.append(rel)
+    return kept

@@ -1,0 +1,51 @@
+"""The proposer agent: a direction (or composition) → a goal package an analyst can work on alone.
+
+The goal must stand on its own (no 'the parent', 'the previous step'), depend only on verified findings it was
+given, and its context summary may state only numbers those findings state.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from worldsmith.agents.asking import Outcome, ask, versions
+from worldsmith.core.claim_numbers import printed_numbers, unbacked_numbers
+from worldsmith.core.evolution_schemas import Composition, Direction, FindingRecord, GoalPackage, WorkspaceProfile
+from worldsmith.prompts import template
+
+TEMPLATE = "evolve_proposer.md"
+_DANGLING = re.compile(r"\b(?:the parent(?: node)?|previous (?:step|node|analysis)|as (?:above|before)|the above|"
+                       r"that finding|this finding|node [\w-]+)\b", re.IGNORECASE)
+
+
+def goal_problems(goal: GoalPackage, findings: dict[str, FindingRecord]) -> list[str]:
+    problems = []
+    if m := _DANGLING.search(goal.goal):
+        problems.append(f"the goal must stand on its own; it refers to {m.group(0)!r}, which the analyst cannot see")
+    unknown = [d for d in goal.depends_on if d not in findings]
+    if unknown:
+        problems.append(f"depends_on names {unknown}, which are not verified findings given to you "
+                        f"({', '.join(findings) or 'none'})")
+    known = [v for d in goal.depends_on if d in findings for v in printed_numbers(findings[d].statement)]
+    if bad := unbacked_numbers(goal.context_summary, known):
+        problems.append(f"the context summary states {', '.join(bad)}, which no finding in depends_on states")
+    return problems
+
+
+async def propose(llm: Any, direction: Direction | Composition, findings: list[FindingRecord],
+                  workspace: WorkspaceProfile, *, role: str = "teacher", retries: int = 2) -> Outcome[GoalPackage]:
+    """The goal package for `direction`; `findings` are the ones it may build on (unverified ones are ignored)."""
+    usable = {f.id: f for f in findings if f.verified}
+    if isinstance(direction, Composition):
+        question, mode, work_mode = direction.objective, "compose", "joint analysis"
+    else:
+        question, mode, work_mode = direction.question, direction.mode, direction.work_mode
+    t = template(TEMPLATE)
+    messages = [{"role": "system", "content": t.section("system")},
+                {"role": "user", "content": t.section(
+                    "user", overview=workspace.overview, files=", ".join(a.path for a in workspace.artifacts),
+                    mode=mode, work_mode=work_mode, question=question, why=direction.why,
+                    findings="\n".join(f"- {f.id}: {f.statement}" for f in usable.values()) or "(none yet)")}]
+    return await ask(llm, messages, GoalPackage, role=role, templates=versions(TEMPLATE),
+                     check=lambda g: goal_problems(g, usable), retries=retries)

@@ -1,0 +1,122 @@
+"""The validator agent: re-run the node's script in a fresh sandbox, try to falsify its main claim fairly with one
+alternative check, return supported / revised / unsupported.
+
+The deterministic part decides first and cannot be overruled: a script that fails on re-run, prints other
+numbers than `execution_result.json` records, or does not print a number the conclusion states makes the claim
+unsupported without asking the model. Only a reproduced claim goes to the model, which proposes one alternative
+check (run in the same fresh sandbox) and judges it. A model that gives no usable plan or judgement leaves the
+claim unsupported: an unchecked finding must not reach training data.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from worldsmith.agents.asking import Outcome, ask, versions
+from worldsmith.agents.executor import OBSERVATION_CHARS
+from worldsmith.core.claim_numbers import parse_results, printed_numbers, unbacked_numbers
+from worldsmith.core.evolution_schemas import ConditionDependency, ExecutionResult, GoalPackage, Verdict
+from worldsmith.core.grading import Tolerant
+from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.prompts import template
+from worldsmith.tools.sandbox import ExecResult, open_sandbox
+
+TEMPLATE = "evolve_validator.md"
+#: re-run numbers must equal the recorded ones up to float noise (the same script on the same inputs)
+SAME_NUMBER = Tolerant(abs=1e-9, rel=1e-6)
+
+
+class FalsificationPlan(BaseModel):
+    description: str = Field(min_length=1, description="what the check tests and why it could break the claim")
+    code: str = Field(min_length=1, description="a complete Python script printing RESULT <name> = <number> lines")
+
+
+class Judgement(BaseModel):
+    verdict: Literal["supported", "revised", "unsupported"]
+    ground_truth: str = ""
+    issues: list[str] = Field(default_factory=list)
+    condition_dependencies: list[ConditionDependency] = Field(default_factory=list)
+
+
+def reproduction_issues(result: ExecutionResult, rerun: ExecResult) -> list[str]:
+    """Why a re-run does not reproduce the recorded result (empty when it does)."""
+    if not rerun.ok:
+        return [f"the script failed on re-run in a fresh sandbox: {rerun.to_observation(600)}"]
+    printed = parse_results(rerun.stdout)
+    issues = [f"RESULT {name} was recorded as {value} but the re-run printed "
+              f"{printed[name] if name in printed else 'nothing'}"
+              for name, value in result.numbers.items()
+              if name not in printed or not SAME_NUMBER.numbers(value, printed[name])]
+    issues += [f"the re-run printed RESULT {name} = {printed[name]}, which the result does not record"
+               for name in printed if name not in result.numbers]
+    if bad := unbacked_numbers(result.conclusion, printed_numbers(rerun.stdout)):
+        issues.append(f"the conclusion states {', '.join(bad)}, which the script does not print")
+    return issues
+
+
+def judgement_problems(j: Judgement, evidence: str) -> list[str]:
+    if j.verdict != "unsupported" and not j.ground_truth.strip():
+        return [f"a {j.verdict} verdict needs ground_truth: the statement the evidence supports"]
+    if j.verdict != "unsupported" and (bad := unbacked_numbers(j.ground_truth, printed_numbers(evidence))):
+        return [f"ground_truth states {', '.join(bad)}, which neither the script nor the check printed"]
+    return []
+
+
+async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, workdir: Path, inputs: list[Path],
+                   sandbox: SandboxConfig, role: str = "judge", retries: int = 1,
+                   timeout_s: float | None = None) -> Outcome[Verdict]:
+    """The verdict on the node whose files are in `workdir` (its script and `result`)."""
+    if result.status != "completed":
+        return Outcome(Verdict(verdict="unsupported", issues=[f"the execution failed: {result.error}"]))
+    script_path = workdir / result.script
+    if not script_path.is_file():
+        return Outcome(Verdict(verdict="unsupported", issues=[f"the script {script_path} is missing"]))
+    script = script_path.read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="validator-") as tmp:
+        async with open_sandbox(sandbox, workspace=Path(tmp), inputs=inputs) as sb:
+            rerun = await sb.run(script, timeout=timeout_s)
+            if issues := reproduction_issues(result, rerun):
+                return Outcome(Verdict(verdict="unsupported", issues=issues, reproduced=False))
+            return await _falsify(llm, result, goal, script, rerun, sb, inputs, role, retries, timeout_s)
+
+
+async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script: str, rerun: ExecResult, sb: Any,
+                   inputs: list[Path], role: str, retries: int, timeout_s: float | None) -> Outcome[Verdict]:
+    t, used = template(TEMPLATE), versions(TEMPLATE)
+    system = {"role": "system", "content": t.section("system")}
+    plan = await ask(llm, [system, {"role": "user", "content": t.section(
+        "plan user", goal=goal.goal, claim=result.conclusion, script=script,
+        stdout=rerun.stdout[-OBSERVATION_CHARS:], files=", ".join(p.name for p in inputs))}],
+        FalsificationPlan, role=role, templates=used, retries=retries)
+    out = Outcome[Verdict](None, calls=list(plan.calls), errors=list(plan.errors))
+    if plan.value is None:
+        out.value = Verdict(verdict="unsupported", reproduced=True,
+                            issues=["no falsification check could be obtained from the model: "
+                                    + "; ".join(plan.errors[-2:])])
+        return out
+    await sb.restart()  # the check starts from a clean interpreter, not the script's variables
+    check = await sb.run(plan.value.code, timeout=timeout_s)
+    check_output = check.to_observation(OBSERVATION_CHARS)
+    judged = await ask(llm, [system, {"role": "user", "content": t.section(
+        "judge user", goal=goal.goal, claim=result.conclusion,
+        reproduction="the script re-ran in a fresh sandbox and printed the recorded numbers "
+                     + ", ".join(f"{k} = {v}" for k, v in result.numbers.items()),
+        check=plan.value.description, check_output=check_output)}],
+        Judgement, role=role, templates=used, retries=retries, first_index=len(out.calls),
+        check=lambda j: judgement_problems(j, rerun.stdout + "\n" + check.stdout))
+    out.calls += judged.calls
+    out.errors += judged.errors
+    falsification = f"{plan.value.description}\n{check_output}"
+    if judged.value is None:
+        out.value = Verdict(verdict="unsupported", reproduced=True, falsification=falsification,
+                            issues=["the model gave no usable judgement: " + "; ".join(judged.errors[-2:])])
+        return out
+    j = judged.value
+    out.value = Verdict(verdict=j.verdict, ground_truth=j.ground_truth.strip() if j.verdict != "unsupported" else "",
+                        issues=j.issues, condition_dependencies=j.condition_dependencies, reproduced=True,
+                        falsification=falsification)
+    return out

@@ -1,0 +1,268 @@
+"""Contracts of the evolution agents (issue 13, items 2 and 6): what each agent reads and returns.
+
+Profiler → WorkspaceProfile + DomainProfile; director → Expansion | Composition; proposer → GoalPackage;
+executor → ExecutionResult; validator → Verdict; rubric generator → RubricDraft from EvidenceCards; criterion
+validator → CriterionVerdict per criterion. The graph that wires them (and the workspace store) take these
+types as they are; they import nothing from the agents.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import AfterValidator, Field, model_validator
+
+from worldsmith.core.schemas import Model
+
+Mode = Literal["deepen", "search", "decompose"]
+NodeStatus = Literal["pending", "verified", "revised", "unsupported", "failed"]
+VerdictKind = Literal["supported", "revised", "unsupported"]
+CriterionStatus = Literal["verified", "unverifiable", "over-specified", "refuted"]
+
+
+def _nonempty(v: str) -> str:
+    if not v.strip():
+        raise ValueError("must not be empty")
+    return v.strip()
+
+
+Text = Annotated[str, AfterValidator(_nonempty)]  # a required, non-blank string
+
+
+# --------------------------------------------------------------------------------------------- profiler
+
+
+class Artifact(Model):
+    path: str = Field(description="file path exactly as the file profile lists it")
+    role: str = Field(description="what the file holds, in a few words (e.g. 'one row per invoice')")
+
+
+class Relation(Model):
+    left: str = Field(description="'file.column' on one side")
+    right: str = Field(description="'file.column' on the other side")
+    kind: str = Field("join", description="join, lookup, same entity under another name, ...")
+    note: str = ""
+
+
+class WorkspaceProfile(Model):
+    """The profiler's reading of a workspace (the deterministic file profiles are its input)."""
+
+    overview: Text = Field(description="2-4 sentences: what the workspace is about")
+    artifacts: list[Artifact] = Field(min_length=1)
+    relations: list[Relation] = Field(default_factory=list, description="joins and links between files")
+    usage_notes: list[str] = Field(default_factory=list, description="how the files are meant to be used")
+    hazards: list[str] = Field(default_factory=list, description="defects an analyst must handle (missing values, "
+                               "duplicates, unit drift, inconsistent ids, ...)")
+
+
+class DomainProfile(Model):
+    domain: str = Field(description="the field the data comes from, e.g. 'subscription retail'")
+    work_modes: list[str] = Field(min_length=1, description="kinds of analysis work that fit (descriptive, "
+                                  "diagnostic, forecasting, cohort analysis, ...)")
+    methods: list[str] = Field(default_factory=list, description="domain methods worth applying")
+
+
+class ProfilerOutput(Model):
+    workspace: WorkspaceProfile
+    domain: DomainProfile
+
+
+# --------------------------------------------------------------------------------------------- the graph as agents see it
+
+
+class FindingRecord(Model):
+    """A finding as the agents see it (the workspace store keeps its own richer record)."""
+
+    id: str
+    node_id: str
+    statement: str = Field(description="the conclusion, numbers inline")
+    status: Literal["supported", "revised", "unsupported", "pending"] = "pending"
+
+    @property
+    def verified(self) -> bool:
+        return self.status in ("supported", "revised")
+
+
+class NodeRecord(Model):
+    """One exploration-graph node, summarised for the director."""
+
+    id: str
+    parents: list[str] = Field(default_factory=list)
+    mode: Literal["root", "deepen", "search", "decompose", "compose"] = "root"
+    depth: int = Field(0, ge=0)
+    status: NodeStatus = "pending"
+    goal: str = ""
+    findings: list[FindingRecord] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------- director
+
+
+class Direction(Model):
+    question: Text = Field(description="the new question, self-contained")
+    mode: Mode
+    depends_on: str = Field(description="id of the verified finding this direction builds on")
+    work_mode: str = Field(description="one of the domain profile's work modes")
+    why: Text = Field(description="why it matters, one sentence")
+
+
+class Expansion(Model):
+    kind: Literal["expansion"] = "expansion"
+    parent: str = Field(description="id of an eligible (verified) node to expand")
+    directions: list[Direction] = Field(min_length=1)
+
+
+class Composition(Model):
+    kind: Literal["composition"] = "composition"
+    sources: list[str] = Field(min_length=2, description="ids of >= 2 verified findings, from different nodes")
+    relation: Text = Field(description="how the sources relate")
+    objective: Text = Field(description="the joint question")
+    why: Text = Field(description="why both sources are needed")
+
+
+DirectorDecision = Annotated[Union[Expansion, Composition], Field(discriminator="kind")]
+
+
+class DirectorOutput(Model):
+    decision: DirectorDecision
+
+
+# --------------------------------------------------------------------------------------------- proposer
+
+
+class GoalPackage(Model):
+    goal: Text = Field(description="a self-contained analysis goal: what to compute, on which files, what to report")
+    depends_on: list[str] = Field(default_factory=list, description="ids of the verified findings it builds on")
+    context_summary: str = Field("", description="what is already known, from verified findings only")
+
+
+# --------------------------------------------------------------------------------------------- executor
+
+
+class ExecutionResult(Model):
+    """`execution_result.json` of one node. `numbers` are the script's `RESULT name = value` lines."""
+
+    node: str
+    status: Literal["completed", "failed"]
+    goal: str = ""
+    observations: list[str] = Field(default_factory=list)
+    methodology: str = ""
+    conclusion: str = Field("", description="the answer, every number inline")
+    numbers: dict[str, float] = Field(default_factory=dict, description="what the script printed as RESULT lines")
+    script: str = Field("", description="workdir-relative path of analyze_node<i>.py")
+    log: str = Field("", description="workdir-relative path of the analysis log")
+    generated_files: list[str] = Field(default_factory=list, description="workdir-relative files the script wrote")
+    inputs: list[str] = Field(default_factory=list, description="input file names the script reads")
+    error: str | None = None
+    attempts: int = Field(0, ge=0, description="script drafts tried")
+
+    @model_validator(mode="after")
+    def _failed_says_why(self) -> ExecutionResult:
+        if self.status == "failed" and not self.error:
+            raise ValueError("a failed execution must say why (error)")
+        return self
+
+
+# --------------------------------------------------------------------------------------------- validator
+
+
+class ConditionDependency(Model):
+    condition: str = Field(description="a choice the claim depends on (a filter, a cleaning rule, a period)")
+    effect: str = Field("", description="what happens to the claim without it")
+
+
+class Verdict(Model):
+    verdict: VerdictKind
+    ground_truth: str = Field("", description="the statement the evidence supports (the corrected one when revised)")
+    issues: list[str] = Field(default_factory=list)
+    condition_dependencies: list[ConditionDependency] = Field(default_factory=list)
+    reproduced: bool = Field(False, description="the script re-ran in a fresh sandbox and printed the same numbers")
+    falsification: str = Field("", description="the alternative check tried and what it printed")
+
+    @model_validator(mode="after")
+    def _supported_has_truth(self) -> Verdict:
+        if self.verdict != "unsupported" and not self.ground_truth.strip():
+            raise ValueError(f"a {self.verdict} verdict needs the ground_truth statement")
+        return self
+
+
+class ReviewRound(Model):
+    round: int = Field(ge=1)
+    verdict: Verdict | None = None
+    execution_status: Literal["completed", "failed"]
+    kept: bool = Field(description="the round's files were promoted into the node (never for a rejected update)")
+    note: str = ""
+
+
+class ReviewOutcome(Model):
+    accepted: bool
+    verdict: Verdict | None = None
+    result: ExecutionResult | None = None
+    rounds: list[ReviewRound] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------- dual evidence
+
+
+class EvidenceCard(Model):
+    """What one independent solver run did and found."""
+
+    solver: str = Field(description="who produced it: model/role and temperature, e.g. 'teacher@0.7'")
+    operations: list[str] = Field(min_length=1, description="the analysis steps, in order")
+    computed_values: dict[str, float] = Field(default_factory=dict)
+    conclusions: list[str] = Field(default_factory=list)
+
+
+class RubricCriterion(Model):
+    id: str
+    dimension: Text = Field(description="one of the rubric's dimensions")
+    text: Text = Field(description="one observable requirement of the deliverable")
+    type: Literal["filter", "preference"] = Field(description="filter: must hold to pass; preference: earns points")
+    provenance: Literal["gt", "generated"] = Field(description="gt: from the verified ground truth; generated: from "
+                                                   "the solvers' evidence")
+    expected_value: float | None = Field(None, description="the number the deliverable must report, if any")
+    tolerance: float | None = Field(None, ge=0, description="relative tolerance of expected_value (0.02 = 2%)")
+
+
+MAX_GT_SHARE = 0.4
+
+
+class RubricDraft(Model):
+    dimensions: list[str] = Field(min_length=4, max_length=7)
+    criteria: list[RubricCriterion] = Field(min_length=1, max_length=10)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RubricDraft:
+        dims = {d.strip().lower() for d in self.dimensions}
+        if len(dims) != len(self.dimensions):
+            raise ValueError("dimensions must be distinct")
+        ids = [c.id for c in self.criteria]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"criterion ids must be unique, got {ids}")
+        unknown = sorted({c.dimension for c in self.criteria if c.dimension.strip().lower() not in dims})
+        if unknown:
+            raise ValueError(f"criteria name dimensions not in the list: {unknown}")
+        gt = sum(c.provenance == "gt" for c in self.criteria)
+        if gt > MAX_GT_SHARE * len(self.criteria):
+            raise ValueError(f"{gt} of {len(self.criteria)} criteria come from the ground truth; at most "
+                             f"{int(MAX_GT_SHARE * 100)}% may")
+        return self
+
+
+class CriterionVerdict(Model):
+    criterion: str = Field(description="criterion id")
+    status: CriterionStatus
+    grounded: bool
+    observable: bool
+    well_formed: bool
+    recomputed: float | None = Field(None, description="the value recomputed from the data, when computable")
+    reason: str = ""
+    action: Literal["keep", "revise", "drop"]
+    revision: str | None = Field(None, description="the criterion's new text when revised")
+
+
+class RubricValidation(Model):
+    verdicts: list[CriterionVerdict]
+    criteria: list[RubricCriterion] = Field(description="kept and revised criteria")
+    dimensions: list[str]
+    dropped: list[str] = Field(default_factory=list)
