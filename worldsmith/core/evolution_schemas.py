@@ -265,4 +265,5 @@ class RubricValidation(Model):
     verdicts: list[CriterionVerdict]
     criteria: list[RubricCriterion] = Field(description="kept and revised criteria")
     dimensions: list[str]
-    dropped: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list, description="ids of dropped criteria")
+    notes: list[str] = Field(default_factory=list, description="rubric-level changes (e.g. gt share restored)")

@@ -1,0 +1,87 @@
+"""Director: expansion or composition over the graph, built only on verified findings, never repeating."""
+
+from __future__ import annotations
+
+from worldsmith.agents.director import direct, eligible_parents
+from worldsmith.core.evolution_schemas import (Composition, DomainProfile, Expansion, FindingRecord, NodeRecord,
+                                               WorkspaceProfile)
+
+WS = WorkspaceProfile(overview="Sales by region.", artifacts=[{"path": "sales.csv", "role": "one row per sale"}])
+DOMAIN = DomainProfile(domain="retail", work_modes=["descriptive", "diagnostic"])
+NODES = [
+    NodeRecord(id="n0", depth=0, status="verified", findings=[
+        FindingRecord(id="f0", node_id="n0", statement="Mean amount is 30.0.", status="supported")]),
+    NodeRecord(id="n1", parents=["n0"], mode="deepen", depth=1, status="verified", goal="Which region sells most?",
+               findings=[FindingRecord(id="f1", node_id="n1", statement="South sells 70 in total.", status="supported"),
+                         FindingRecord(id="f1x", node_id="n1", statement="East is growing.", status="unsupported")]),
+    NodeRecord(id="n2", parents=["n0"], mode="deepen", depth=1, status="unsupported", goal="Is north declining?",
+               findings=[FindingRecord(id="f2", node_id="n2", statement="North fell 5%.", status="unsupported")]),
+]
+
+
+def direction(q: str, depends_on: str = "f1", work_mode: str = "diagnostic") -> dict:
+    return {"question": q, "mode": "deepen", "depends_on": depends_on, "work_mode": work_mode, "why": "it matters"}
+
+
+def test_only_verified_nodes_below_the_depth_limit_are_eligible() -> None:
+    assert [n.id for n in eligible_parents(NODES, max_depth=4)] == ["n0", "n1"]
+    assert [n.id for n in eligible_parents(NODES, max_depth=1)] == ["n0"]
+
+
+async def test_expansion_happy_path(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n1",
+                               "directions": [direction("How do south's units split by sale size?")]}})
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, k=2)
+    assert isinstance(out.value.decision, Expansion) and out.value.decision.parent == "n1"
+    prompt = script.requests[0].text
+    assert "finding f1 [verified]: South sells 70 in total." in prompt and "finding f1x [unsupported]" in prompt
+    assert "Eligible parents: n0, n1." in prompt
+
+
+async def test_composition_needs_verified_findings_from_two_nodes(scripted_llm) -> None:
+    script, llm = scripted_llm
+    same_node = {"kind": "composition", "sources": ["f1", "f1x"], "relation": "r", "objective": "o", "why": "w"}
+    good = {**same_node, "sources": ["f0", "f1"], "objective": "Does south's total explain the overall mean?"}
+    script.queue({"decision": same_node}, {"decision": good})
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
+    assert isinstance(out.value.decision, Composition) and out.value.decision.sources == ["f0", "f1"]
+    assert out.errors == ["sources ['f1x'] are not verified findings"]
+
+
+async def test_repeats_unverified_dependencies_and_too_many_directions_are_refused(scripted_llm) -> None:
+    script, llm = scripted_llm
+    asked = {"what drives unit volume in the south?"}
+    bad = {"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("Which region sells most?"),                      # already a node's goal
+        direction("What drives unit volume in the south?"),         # memory says seen
+        direction("Why is east growing?", depends_on="f1x"),        # builds on an unsupported finding
+    ]}}
+    good = {"decision": {"kind": "expansion", "parent": "n1", "directions": [direction("Is south's total driven by "
+                                                                                     "one large sale?")]}}
+    script.queue(bad, good)
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: q.lower() in asked, k=2)
+    assert out.ok and len(out.calls) == 2
+    joined = "\n".join(out.errors)
+    assert "3 directions; at most 2 are allowed" in joined
+    assert "'Which region sells most?' repeats a question" in joined
+    assert "'What drives unit volume in the south?' repeats a question" in joined
+    assert "depends_on 'f1x' is not a verified finding of node 'n1'" in joined
+
+
+async def test_an_ineligible_parent_is_refused_and_salvage_keeps_the_valid_directions(scripted_llm) -> None:
+    script, llm = scripted_llm
+    ineligible = {"decision": {"kind": "expansion", "parent": "n2", "directions": [direction("Q?", "f2")]}}
+    mixed = {"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("Which region sells most?"), direction("Are south's sales concentrated in one sale?")]}}
+    script.queue(ineligible, mixed)
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, retries=1)
+    assert "parent 'n2' is not eligible; choose one of ['n0', 'n1']" in out.errors
+    assert [d.question for d in out.value.decision.directions] == ["Are south's sales concentrated in one sale?"]
+
+
+async def test_nothing_to_build_on_makes_no_call(scripted_llm) -> None:
+    script, llm = scripted_llm
+    out = await direct(llm, [NODES[2]], WS, DOMAIN, seen=lambda q: False)
+    assert out.value is None and out.calls == [] and script.requests == []
+    assert "no node can be expanded" in out.errors[0]

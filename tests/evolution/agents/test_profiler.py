@@ -1,0 +1,51 @@
+"""Profiler: deterministic file profiles in, workspace + domain profile out, checked against the files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from worldsmith.agents.profiler import profile
+from worldsmith.tools.files.profile import profile_workspace
+
+GOOD = {"workspace": {"overview": "Sales amounts and units by region.",
+                      "artifacts": [{"path": "sales.csv", "role": "one row per sale"}],
+                      "relations": [], "usage_notes": ["aggregate by region"], "hazards": []},
+        "domain": {"domain": "retail sales", "work_modes": ["descriptive", "comparative"], "methods": ["groupby"]}}
+
+
+async def test_profile_describes_the_profiled_files(scripted_llm, data: Path) -> None:
+    script, llm = scripted_llm
+    script.queue(GOOD)
+    out = await profile(llm, profile_workspace(data))
+    assert out.ok and out.errors == []
+    assert [a.path for a in out.value.workspace.artifacts] == ["sales.csv"]
+    assert out.value.domain.work_modes == ["descriptive", "comparative"]
+    assert "sales.csv" in script.requests[0].text and "amount" in script.requests[0].text  # the profiles were shown
+    assert len(out.calls) == 1 and out.calls[0].templates["evolve_profiler.md"].startswith("sha256:")
+    assert out.calls[0].messages[0].role == "system" and out.calls[0].completion.startswith("{")
+
+
+async def test_an_invented_file_and_malformed_json_are_sent_back(scripted_llm, data: Path) -> None:
+    script, llm = scripted_llm
+    invented = {**GOOD, "workspace": {**GOOD["workspace"],
+                                      "artifacts": [{"path": "customers.csv", "role": "one row per customer"}]}}
+    # a schema-valid draft naming a file that does not exist; then broken JSON twice (the LLM layer's own repair
+    # retry included); then a good answer
+    script.queue(invented, "{not json", "still not json", GOOD)
+    out = await profile(llm, profile_workspace(data), retries=2)
+    assert out.ok
+    assert any("customers.csv" in e and "not one of the profiled files" in e for e in out.errors)
+    assert any("not valid JSON" in e for e in out.errors)
+    assert len(script.requests) == 4 and len(out.calls) == 3  # the layer's repair is recorded inside one call
+    assert out.calls[1].finish_reason == "invalid" and out.calls[1].completion == "still not json"
+    assert "customers.csv" in script.requests[1].last_user and "Fix exactly these problems" in script.requests[1].last_user
+
+
+async def test_giving_up_returns_the_reasons(scripted_llm, data: Path) -> None:
+    script, llm = scripted_llm
+    bad = {**GOOD, "workspace": {**GOOD["workspace"], "relations": [
+        {"left": "orders.csv.id", "right": "sales.csv.region", "kind": "join"}]}}
+    script.queue(bad, bad)
+    out = await profile(llm, profile_workspace(data), retries=1)
+    assert out.value is None and len(out.calls) == 2
+    assert out.errors.count("relation side 'orders.csv.id' does not name a profiled file as 'file.column'") == 2

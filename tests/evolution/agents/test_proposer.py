@@ -1,0 +1,37 @@
+"""Proposer: a self-contained goal, dependencies on verified findings only, context numbers from those findings."""
+
+from __future__ import annotations
+
+from worldsmith.agents.proposer import propose
+from worldsmith.core.evolution_schemas import Direction, FindingRecord, WorkspaceProfile
+
+WS = WorkspaceProfile(overview="Sales by region.", artifacts=[{"path": "sales.csv", "role": "one row per sale"}])
+FINDINGS = [FindingRecord(id="f1", node_id="n1", statement="South sells 70.0 in total.", status="supported"),
+            FindingRecord(id="f9", node_id="n1", statement="East grew 12.5%.", status="unsupported")]
+DIRECTION = Direction(question="Is south's total driven by one sale?", mode="deepen", depends_on="f1",
+                      work_mode="diagnostic", why="concentration risk")
+
+
+async def test_goal_package_happy_path(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"goal": "Using sales.csv, compute the largest single south sale and its share of south's total.",
+                  "depends_on": ["f1"], "context_summary": "South sells 70.0 in total."})
+    out = await propose(llm, DIRECTION, FINDINGS, WS)
+    assert out.ok and out.value.depends_on == ["f1"]
+    prompt = script.requests[0].text
+    assert "- f1: South sells 70.0 in total." in prompt and "f9" not in prompt  # unverified findings never shown
+
+
+async def test_dangling_references_unknown_findings_and_invented_numbers_are_sent_back(scripted_llm) -> None:
+    script, llm = scripted_llm
+    bad = {"goal": "Building on the previous step, find the largest south sale.", "depends_on": ["f1", "f9"],
+           "context_summary": "South sells 70.0 in total and east grew 12.5%."}
+    good = {"goal": "Using sales.csv, find the largest single south sale.", "depends_on": ["f1"],
+            "context_summary": "South sells 70 in total."}
+    script.queue(bad, good)
+    out = await propose(llm, DIRECTION, FINDINGS, WS)
+    assert out.ok and out.value.goal.startswith("Using sales.csv")
+    assert out.errors == [
+        "the goal must stand on its own; it refers to 'previous step', which the analyst cannot see",
+        "depends_on names ['f9'], which are not verified findings given to you (f1)",
+        "the context summary states 12.5%, which no finding in depends_on states"]

@@ -1,0 +1,135 @@
+"""The criterion validator (dual evidence): each rubric criterion is checked for grounding, observability and
+well-formedness by the model, and a criterion that states a number is recomputed from the data in the sandbox.
+
+Status and action, one rule:
+- the recomputed number disagrees with the expected value → refuted, dropped (whatever the model said);
+- a number that cannot be recomputed, or a criterion the evidence does not ground → unverifiable, dropped;
+- grounded but not observable / not well-formed, or the model narrows it → over-specified: revised when the
+  model gave a rewording, else dropped;
+- otherwise verified, kept.
+A model that gives no usable check leaves the criterion unverifiable: nothing unchecked grades a deliverable.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from worldsmith.agents.asking import Outcome, ask, versions
+from worldsmith.agents.rubric_generator import check_cards, render_cards
+from worldsmith.core.claim_numbers import parse_results
+from worldsmith.core.evolution_schemas import (MAX_GT_SHARE, CriterionVerdict, EvidenceCard, RubricCriterion,
+                                               RubricDraft, RubricValidation)
+from worldsmith.core.grading import Tolerant
+from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.prompts import template
+from worldsmith.tools.sandbox import Sandbox, open_sandbox
+
+TEMPLATE = "evolve_criterion.md"
+DEFAULT_REL_TOLERANCE = 0.01  # a criterion without its own tolerance: 1% relative
+
+
+class CriterionCheck(BaseModel):
+    grounded: bool
+    observable: bool
+    well_formed: bool
+    reason: str = ""
+    code: str | None = Field(None, description="script printing RESULT value = <number>, when the criterion states one")
+    revision: str | None = Field(None, description="a narrower, well-formed rewording, when over-specified")
+
+
+def recomputed_value(stdout: str) -> float | None:
+    """`RESULT value = x`, or the only RESULT line the check printed."""
+    results = parse_results(stdout)
+    if "value" in results:
+        return results["value"]
+    return next(iter(results.values())) if len(results) == 1 else None
+
+
+def decide(c: RubricCriterion, check: CriterionCheck | None, recomputed: float | None, failure: str) -> CriterionVerdict:
+    """The verdict on one criterion from the model's check and the recomputation (the rule in the module doc)."""
+    base = dict(criterion=c.id, recomputed=recomputed)
+    if check is None:
+        return CriterionVerdict(**base, status="unverifiable", grounded=False, observable=False, well_formed=False,
+                                reason=failure or "no usable check from the model", action="drop")
+    flags = dict(grounded=check.grounded, observable=check.observable, well_formed=check.well_formed)
+    if c.expected_value is not None:
+        if recomputed is None:
+            return CriterionVerdict(**base, **flags, status="unverifiable", action="drop",
+                                    reason=f"its value {c.expected_value} could not be recomputed: {failure}")
+        rule = Tolerant(abs=1e-9, rel=c.tolerance if c.tolerance is not None else DEFAULT_REL_TOLERANCE)
+        if not rule.numbers(c.expected_value, recomputed):
+            return CriterionVerdict(**base, **flags, status="refuted", action="drop",
+                                    reason=f"expects {c.expected_value}; the data give {recomputed}")
+    if not check.grounded:
+        return CriterionVerdict(**base, **flags, status="unverifiable", action="drop", reason=check.reason)
+    revision = (check.revision or "").strip()
+    if not (check.observable and check.well_formed) or revision:
+        return CriterionVerdict(**base, **flags, status="over-specified", reason=check.reason,
+                                action="revise" if revision else "drop", revision=revision or None)
+    return CriterionVerdict(**base, **flags, status="verified", action="keep", reason=check.reason)
+
+
+async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[str, str], role: str, retries: int,
+                     first_index: int, timeout_s: float | None) -> tuple[CriterionVerdict, Outcome[CriterionCheck]]:
+    t = template(TEMPLATE)
+    messages = [{"role": "system", "content": t.section("system")},
+                {"role": "user", "content": t.section(
+                    "user", **context, id=c.id, type=c.type, provenance=c.provenance, text=c.text,
+                    expected="none" if c.expected_value is None else str(c.expected_value))}]
+    got = await ask(llm, messages, CriterionCheck, role=role, templates=versions(TEMPLATE), retries=retries,
+                    first_index=first_index)
+    recomputed, failure = None, "; ".join(got.errors[-2:])
+    if got.value is not None and c.expected_value is not None:
+        if not got.value.code:
+            failure = "the model gave no recomputation script"
+        else:
+            await sb.restart()
+            run = await sb.run(got.value.code, timeout=timeout_s)
+            recomputed = recomputed_value(run.stdout) if run.ok else None
+            if recomputed is None:
+                failure = f"the recomputation printed no RESULT value: {run.to_observation(400)}"
+    return decide(c, got.value, recomputed, failure), got
+
+
+def _restore_gt_share(kept: list[RubricCriterion]) -> tuple[list[RubricCriterion], list[str]]:
+    """Drop ground-truth criteria from the end until they are at most MAX_GT_SHARE of what is kept."""
+    out, dropped = list(kept), []
+    while out and sum(c.provenance == "gt" for c in out) > MAX_GT_SHARE * len(out):
+        last_gt = max(i for i, c in enumerate(out) if c.provenance == "gt")
+        dropped.append(out.pop(last_gt).id)
+    return out, dropped
+
+
+async def validate_criteria(llm: Any, rubric: RubricDraft, *, task: str, ground_truth: str,
+                            cards: list[EvidenceCard], inputs: list[Path], sandbox: SandboxConfig,
+                            role: str = "judge", retries: int = 1,
+                            timeout_s: float | None = None) -> Outcome[RubricValidation]:
+    """Every criterion checked; refuted and unverifiable ones dropped, over-specified ones revised or dropped."""
+    check_cards(cards)
+    context = dict(task=task, ground_truth=ground_truth, cards=render_cards(cards),
+                   files=", ".join(p.name for p in inputs) or "(none)")
+    out = Outcome[RubricValidation](None)
+    verdicts: list[CriterionVerdict] = []
+    kept: list[RubricCriterion] = []
+    with tempfile.TemporaryDirectory(prefix="criteria-") as tmp:
+        async with open_sandbox(sandbox, workspace=Path(tmp), inputs=inputs) as sb:
+            for c in rubric.criteria:
+                verdict, got = await _check_one(llm, c, sb, context, role, retries, len(out.calls), timeout_s)
+                out.calls += got.calls
+                out.errors += [f"{c.id}: {e}" for e in got.errors]
+                verdicts.append(verdict)
+                if verdict.action == "keep":
+                    kept.append(c)
+                elif verdict.action == "revise":
+                    kept.append(c.model_copy(update={"text": verdict.revision}))
+    kept, trimmed = _restore_gt_share(kept)
+    notes = [f"dropped {', '.join(trimmed)} to keep ground-truth criteria at most {int(MAX_GT_SHARE * 100)}% "
+             "of the rubric"] if trimmed else []
+    dropped = [v.criterion for v in verdicts if v.action == "drop"] + trimmed
+    out.value = RubricValidation(verdicts=verdicts, criteria=kept, dimensions=list(rubric.dimensions),
+                                 dropped=dropped, notes=notes)
+    return out
