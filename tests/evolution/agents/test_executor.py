@@ -1,0 +1,76 @@
+"""Executor: one script run in the sandbox → analyze_node<i>.py, the analysis log and execution_result.json."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from worldsmith.agents.executor import LOG_FILE, RESULT_FILE, execute
+from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage
+
+GOAL = GoalPackage(goal="Using sales.csv, compute the total amount of the south and north regions.")
+SCRIPT = """import pandas as pd
+df = pd.read_csv('sales.csv')
+tot = df.groupby('region')['amount'].sum()
+tot.to_csv('region_totals.csv')
+print(f"RESULT south_total = {tot['south']}")
+print(f"RESULT north_total = {tot['north']}")"""
+TURN = f"<think>\nSum the amounts by region.\n</think>\n<code>\n{SCRIPT}\n</code>"
+REPORT = {"observations": ["south has the larger total"], "methodology": "group by region, sum amount",
+          "conclusion": "South sold 70 in total and north 40."}
+
+
+async def test_executor_writes_the_script_the_log_and_the_result(scripted_llm, data: Path, tmp_path: Path,
+                                                                 sandbox_config) -> None:
+    script, llm = scripted_llm
+    script.queue(TURN, REPORT)
+    work = tmp_path / "node3"
+    out = await execute(llm, GOAL, node=3, workdir=work, inputs=[data / "sales.csv"], sandbox=sandbox_config)
+    truth = pd.read_csv(data / "sales.csv").groupby("region")["amount"].sum()
+    result = ExecutionResult.model_validate_json((work / RESULT_FILE).read_text())
+    assert result == out.value and result.status == "completed" and result.attempts == 1
+    assert result.numbers == {"south_total": truth["south"], "north_total": truth["north"]}
+    assert result.conclusion == "South sold 70 in total and north 40."
+    assert result.script == "analyze_node3.py" and (work / "analyze_node3.py").read_text() == SCRIPT
+    assert result.generated_files == ["region_totals.csv"] and (work / "region_totals.csv").is_file()
+    assert result.inputs == ["sales.csv"]
+    log = (work / LOG_FILE).read_text()
+    assert "RESULT south_total = 70" in log and "Status: completed" in log
+    # the saved script reproduces its numbers from the persisted input alone, outside worldsmith
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "sales.csv").write_text((data / "sales.csv").read_text())
+    rerun = subprocess.run([sys.executable, str(work / "analyze_node3.py")], cwd=fresh, capture_output=True, text=True)
+    assert "RESULT south_total = 70" in rerun.stdout
+    assert [c.index for c in out.calls] == [0, 1] and out.calls[0].reply.startswith("<think>")
+
+
+async def test_failing_scripts_and_unbacked_numbers_are_sent_back(scripted_llm, data: Path, tmp_path: Path,
+                                                                  sandbox_config) -> None:
+    script, llm = scripted_llm
+    broken = "<think>x</think>\n<code>\nimport pandas as pd\nprint(pd.read_csv('sales.csv')['revenue'].sum())\n</code>"
+    silent = "<think>x</think>\n<code>\nimport pandas as pd\nprint(pd.read_csv('sales.csv')['amount'].sum())\n</code>"
+    invented = {**REPORT, "conclusion": "South sold 75 in total."}
+    script.queue(broken, silent, TURN, invented, REPORT)
+    out = await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.attempts == 3 and len(out.calls) == 5
+    assert "KeyError" in script.requests[1].last_user and "did not work" in script.requests[1].last_user
+    assert "printed no `RESULT" in script.requests[2].last_user
+    assert out.errors == ["the conclusion states 75, which the script did not print; use the printed numbers"]
+
+
+async def test_a_goal_that_never_runs_is_recorded_as_failed(scripted_llm, data: Path, tmp_path: Path,
+                                                            sandbox_config) -> None:
+    script, llm = scripted_llm
+    script.queue("I cannot do this.", "<think>x</think>\n<code>\nraise ValueError('no')\n</code>")
+    work = tmp_path / "n2"
+    out = await execute(llm, GOAL, node=2, workdir=work, inputs=[data / "sales.csv"], sandbox=sandbox_config,
+                        max_script_attempts=2)
+    assert out.value.status == "failed" and out.value.error == "attempt 2: the script failed"
+    assert ExecutionResult.model_validate_json((work / RESULT_FILE).read_text()).status == "failed"
+    assert (work / "analyze_node2.py").read_text() == "raise ValueError('no')"
+    assert "Failed after 2 attempt(s)" in (work / LOG_FILE).read_text()

@@ -1,0 +1,176 @@
+"""Validator: fresh re-run, one fair falsification attempt, supported / revised / unsupported; the review loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from worldsmith.agents.asking import Outcome
+from worldsmith.agents.executor import execute
+from worldsmith.agents.review import review_loop
+from worldsmith.agents.validator import validate
+from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage, Verdict
+from worldsmith.core.store import write_model
+
+GOAL = GoalPackage(goal="Using sales.csv, compute the south region's total amount.")
+SCRIPT = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+          "print(f\"RESULT south_total = {df[df.region == 'south'].amount.sum()}\")")
+CHECK = {"description": "the largest single south sale, to see whether one sale drives the total",
+         "code": "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                 "print(f\"RESULT largest = {df[df.region == 'south'].amount.max()}\")"}
+
+
+def node(work: Path, conclusion: str, numbers: dict[str, float], script: str = SCRIPT) -> ExecutionResult:
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "analyze_node1.py").write_text(script)
+    result = ExecutionResult(node="1", status="completed", goal=GOAL.goal, conclusion=conclusion, numbers=numbers,
+                             script="analyze_node1.py", log="analysis_log.md", inputs=["sales.csv"])
+    write_model(work / "execution_result.json", result)
+    return result
+
+
+def south_total(data: Path) -> float:
+    df = pd.read_csv(data / "sales.csv")
+    return float(df[df.region == "south"].amount.sum())
+
+
+async def test_supported(scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
+    script.queue(CHECK, {"verdict": "supported", "ground_truth": "South sold 70 in total.", "issues": []})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    v = out.value
+    assert v.verdict == "supported" and v.reproduced and v.ground_truth == "South sold 70 in total."
+    assert "RESULT largest = 50" in v.falsification  # the alternative check really ran
+    assert "RESULT largest = 50" in script.requests[1].text  # and the judge saw its output
+    assert len(out.calls) == 2
+
+
+async def test_revised_with_condition_dependencies(scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sells 70 in total, the most of any region.",
+                  {"south_total": south_total(data)})
+    invented = {"verdict": "revised", "ground_truth": "South sold 70, 60 of it in one sale.", "issues": []}
+    revised = {"verdict": "revised", "ground_truth": "South sold 70 in total; one sale of 50 makes most of it.",
+               "issues": ["'the most of any region' was not computed"],
+               "condition_dependencies": [{"condition": "the single sale of 50", "effect": "without it south has 20"}]}
+    script.queue(CHECK, invented, revised)
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    v = out.value
+    assert v.verdict == "revised" and v.ground_truth.startswith("South sold 70 in total; one sale of 50")
+    assert v.condition_dependencies[0].condition == "the single sale of 50"
+    assert out.errors == ["ground_truth states 60, which neither the script nor the check printed"]
+
+
+async def test_a_claim_the_printed_numbers_contradict_is_unsupported_without_asking(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 75 in total.", {"south_total": 75.0})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    v = out.value
+    assert v.verdict == "unsupported" and not v.reproduced and script.requests == []
+    assert v.issues == ["RESULT south_total was recorded as 75.0 but the re-run printed 70.0",
+                        "the conclusion states 75, which the script does not print"]
+
+
+async def test_a_falsified_claim_is_unsupported(scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 70 in total, spread evenly over its sales.",
+                  {"south_total": south_total(data)})
+    script.queue(CHECK, {"verdict": "unsupported", "issues": ["one sale of 50 is most of the 70"]})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported" and out.value.reproduced
+    assert out.value.issues == ["one sale of 50 is most of the 70"]
+
+
+async def test_no_usable_judgement_leaves_the_claim_unsupported(scripted_llm, data: Path, tmp_path: Path,
+                                                                sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
+    script.queue(CHECK, "garbage", "garbage", "garbage", "garbage")
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config, retries=1)
+    assert out.value.verdict == "unsupported" and out.value.issues[0].startswith("the model gave no usable judgement")
+
+
+# ------------------------------------------------------------------------------------------ review loop
+
+
+async def test_a_rejected_round_is_discarded_and_the_accepted_one_promoted(tmp_path: Path) -> None:
+    work = tmp_path / "node"
+    seen_feedback: list[str | None] = []
+
+    async def run_round(k: int, staging: Path, feedback: str | None) -> Outcome[ExecutionResult]:
+        seen_feedback.append(feedback)
+        staging.mkdir(parents=True)
+        (staging / "analyze_node1.py").write_text(f"print('round {k}')")
+        (staging / f"round{k}_only.csv").write_text("x\n1\n")
+        return Outcome(ExecutionResult(node="1", status="completed", conclusion=f"round {k}"))
+
+    async def check(result: ExecutionResult, staging: Path) -> Outcome[Verdict]:
+        assert (staging / "analyze_node1.py").is_file()
+        if result.conclusion == "round 1":
+            return Outcome(Verdict(verdict="unsupported", issues=["the total ignores refunds"]))
+        return Outcome(Verdict(verdict="supported", ground_truth="round 2 holds"))
+
+    out = await review_loop(run_round, check, work, max_rounds=3)
+    r = out.value
+    assert r.accepted and r.result.conclusion == "round 2" and r.verdict.ground_truth == "round 2 holds"
+    assert [(x.round, x.kept) for x in r.rounds] == [(1, False), (2, True)]
+    assert seen_feedback == [None, "- the total ignores refunds"]
+    assert sorted(p.name for p in work.iterdir()) == ["analyze_node1.py", "round2_only.csv"]
+    assert (work / "analyze_node1.py").read_text() == "print('round 2')"
+
+
+async def test_when_every_round_is_rejected_nothing_is_kept(tmp_path: Path) -> None:
+    work = tmp_path / "node"
+
+    async def run_round(k: int, staging: Path, feedback: str | None) -> Outcome[ExecutionResult]:
+        staging.mkdir(parents=True)
+        (staging / "analyze_node1.py").write_text("print(1)")
+        if k == 1:
+            return Outcome(ExecutionResult(node="1", status="failed", error="no RESULT lines printed"))
+        return Outcome(ExecutionResult(node="1", status="completed", conclusion="c"))
+
+    async def check(result: ExecutionResult, staging: Path) -> Outcome[Verdict]:
+        return Outcome(Verdict(verdict="unsupported", issues=["wrong"]))
+
+    out = await review_loop(run_round, check, work, max_rounds=2)
+    r = out.value
+    assert not r.accepted and r.result is None and r.verdict.issues == ["wrong"]
+    assert [(x.execution_status, x.kept) for x in r.rounds] == [("failed", False), ("completed", False)]
+    assert list(work.iterdir()) == []
+
+
+async def test_review_loop_with_the_real_executor_and_validator(scripted_llm, data: Path, tmp_path: Path,
+                                                                sandbox_config) -> None:
+    script, llm = scripted_llm
+    inputs = [data / "sales.csv"]
+    mean_script = ("<think>mean</think>\n<code>\nimport pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                   "print(f\"RESULT south_mean = {df[df.region == 'south'].amount.mean()}\")\n</code>")
+    total_script = f"<think>total</think>\n<code>\n{SCRIPT}\n</code>"
+    script.queue(mean_script, {"observations": [], "methodology": "mean", "conclusion": "South's average sale is 35."},
+                 total_script, {"observations": [], "methodology": "sum", "conclusion": "South sold 70 in total."},
+                 role="agent")
+    script.queue(CHECK, {"verdict": "unsupported", "issues": ["the goal asks for the total, not the mean"]},
+                 CHECK, {"verdict": "supported", "ground_truth": "South sold 70 in total."}, role="judge")
+
+    async def run_round(k: int, staging: Path, feedback: str | None):
+        return await execute(llm, GOAL, node=1, workdir=staging, inputs=inputs, sandbox=sandbox_config,
+                             feedback=feedback)
+
+    async def check(result: ExecutionResult, staging: Path):
+        return await validate(llm, result, GOAL, workdir=staging, inputs=inputs, sandbox=sandbox_config)
+
+    out = await review_loop(run_round, check, tmp_path / "node", max_rounds=2)
+    assert out.value.accepted and out.value.result.numbers == {"south_total": south_total(data)}
+    round2_script_request = [r for r in script.requests if r.role == "agent"][2]
+    assert "the goal asks for the total, not the mean" in round2_script_request.text  # round 2 saw the issues
+    saved = ExecutionResult.model_validate_json((tmp_path / "node" / "execution_result.json").read_text())
+    assert saved.conclusion == "South sold 70 in total."
+    assert [c.index for c in out.calls] == list(range(8))
