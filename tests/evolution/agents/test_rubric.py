@@ -1,0 +1,128 @@
+"""Dual evidence: rubric generation from >= 2 evidence cards, and per-criterion validation against the data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from worldsmith.agents.criterion_validator import validate_criteria
+from worldsmith.agents.rubric_generator import generate_rubric
+from worldsmith.core.evolution_schemas import EvidenceCard, RubricDraft
+
+TASK = "Using sales.csv, report the south region's total amount and the north region's mean sale."
+TRUTH = "South sold 70 in total; the north's mean sale is 20."
+CARDS = [EvidenceCard(solver="teacher@0.0", operations=["group by region", "sum and mean of amount"],
+                      computed_values={"south_total": 70, "north_mean": 20}, conclusions=["south leads"]),
+         EvidenceCard(solver="teacher@0.7", operations=["filter south", "sum amount"],
+                      computed_values={"south_total": 70}, conclusions=["south sold 70"])]
+DIMS = ["accuracy", "method", "insight", "presentation"]
+
+
+def crit(id: str, text: str, provenance: str = "generated", value: float | None = None, dim: str = "accuracy",
+         type: str = "filter") -> dict:
+    return {"id": id, "dimension": dim, "text": text, "type": type, "provenance": provenance,
+            "expected_value": value, "tolerance": None}
+
+
+def test_rubric_rules_are_enforced_by_the_contract() -> None:
+    five = [crit(f"c{i}", f"t{i}") for i in range(5)]
+    RubricDraft.model_validate({"dimensions": DIMS, "criteria": five})
+    with pytest.raises(ValueError, match="at most 40%"):
+        RubricDraft.model_validate({"dimensions": DIMS, "criteria": [crit(f"g{i}", "t", "gt") for i in range(3)]
+                                    + five[:2]})
+    with pytest.raises(ValueError, match="at least 4"):
+        RubricDraft.model_validate({"dimensions": DIMS[:3], "criteria": five})
+    with pytest.raises(ValueError, match="at most 10"):
+        RubricDraft.model_validate({"dimensions": DIMS, "criteria": [crit(f"c{i}", "t") for i in range(11)]})
+    with pytest.raises(ValueError, match="not in the list"):
+        RubricDraft.model_validate({"dimensions": DIMS, "criteria": [crit("c1", "t", dim="style")]})
+
+
+async def test_generator_happy_path_and_a_gt_heavy_draft_sent_back(scripted_llm) -> None:
+    script, llm = scripted_llm
+    gt_heavy = {"dimensions": DIMS, "criteria": [crit("g1", "reports south total 70", "gt", 70),
+                                                 crit("g2", "reports north mean 20", "gt", 20),
+                                                 crit("c1", "names the file used")]}
+    good = {"dimensions": DIMS, "criteria": [crit("g1", "reports south total 70", "gt", 70),
+                                             crit("c1", "names the file used", dim="method"),
+                                             crit("c2", "says south leads", dim="insight", type="preference")]}
+    script.queue(gt_heavy, gt_heavy, good)  # the layer's repair retry, then the agent's own retry
+    out = await generate_rubric(llm, TASK, TRUTH, CARDS)
+    assert out.ok and [c.id for c in out.value.criteria] == ["g1", "c1", "c2"]
+    assert any("at most 40% may" in e for e in out.errors)
+    assert "card 2 (teacher@0.7)" in script.requests[0].text and TRUTH in script.requests[0].text
+
+
+async def test_one_solver_is_not_dual_evidence(scripted_llm) -> None:
+    _, llm = scripted_llm
+    with pytest.raises(ValueError, match=">= 2 independent solver runs"):
+        await generate_rubric(llm, TASK, TRUTH, [CARDS[0], CARDS[0]])
+
+
+def check(code_value: str | None, grounded=True, observable=True, well_formed=True, revision=None) -> dict:
+    code = None if code_value is None else (
+        "import pandas as pd\ndf = pd.read_csv('sales.csv')\n" f"print(f\"RESULT value = {{{code_value}}}\")")
+    return {"grounded": grounded, "observable": observable, "well_formed": well_formed, "reason": "r",
+            "code": code, "revision": revision}
+
+
+async def test_criterion_validator_drops_a_refuted_criterion(scripted_llm, data: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    df = pd.read_csv(data / "sales.csv")
+    south_total = float(df[df.region == "south"].amount.sum())
+    north_mean = float(df[df.region == "north"].amount.mean())
+    rubric = RubricDraft.model_validate({"dimensions": DIMS, "criteria": [
+        crit("c1", "reports the south total", "gt", south_total),
+        crit("c2", "reports the north mean sale", "gt", north_mean + 5),  # wrong by 5: the data refute it
+        crit("c3", "names sales.csv as the source", dim="method"),
+        crit("c4", "explains every regional difference in depth", dim="insight", type="preference"),
+        crit("c5", "mentions the marketing budget", dim="insight", type="preference"),
+    ]})
+    script.on(r"Criterion c1 ", check("df[df.region == 'south'].amount.sum()"))
+    script.on(r"Criterion c2 ", check("df[df.region == 'north'].amount.mean()"))
+    script.on(r"Criterion c3 ", check(None))
+    script.on(r"Criterion c4 ", check(None, well_formed=False, revision="names the region with the largest total"))
+    script.on(r"Criterion c5 ", check(None, grounded=False))
+    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=CARDS,
+                                  inputs=[data / "sales.csv"], sandbox=sandbox_config)
+    v = out.value
+    by_id = {x.criterion: x for x in v.verdicts}
+    assert by_id["c1"].status == "verified" and by_id["c1"].recomputed == south_total
+    assert by_id["c2"].status == "refuted" and by_id["c2"].recomputed == north_mean and by_id["c2"].action == "drop"
+    assert by_id["c3"].status == "verified"
+    assert by_id["c4"].status == "over-specified" and by_id["c4"].action == "revise"
+    assert by_id["c5"].status == "unverifiable" and by_id["c5"].action == "drop"
+    assert [c.id for c in v.criteria] == ["c1", "c3", "c4"] and v.dropped == ["c2", "c5"]
+    assert v.criteria[2].text == "names the region with the largest total"
+    assert len(out.calls) == 5
+
+
+async def test_a_number_that_cannot_be_recomputed_is_unverifiable(scripted_llm, data: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    rubric = RubricDraft.model_validate({"dimensions": DIMS, "criteria": [
+        crit("c1", "reports the south total", "generated", 70), crit("c2", "names the file", dim="method")]})
+    script.on(r"Criterion c1 ", check(None))  # states a number but gives no recomputation
+    script.on(r"Criterion c2 ", "not json at all")
+    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=CARDS,
+                                  inputs=[data / "sales.csv"], sandbox=sandbox_config, retries=0)
+    by_id = {x.criterion: x for x in out.value.verdicts}
+    assert by_id["c1"].status == "unverifiable" and "no recomputation script" in by_id["c1"].reason
+    assert by_id["c2"].status == "unverifiable" and "not valid JSON" in by_id["c2"].reason
+    assert out.value.criteria == []
+
+
+async def test_drops_that_leave_ground_truth_over_40_percent_trim_it(scripted_llm, data: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    rubric = RubricDraft.model_validate({"dimensions": DIMS, "criteria": [
+        crit("g1", "states that south leads", "gt"), crit("c1", "names the file", dim="method"),
+        crit("c2", "mentions the budget", dim="insight")]})
+    script.on(r"Criterion g1 ", check(None))
+    script.on(r"Criterion c1 ", check(None))
+    script.on(r"Criterion c2 ", check(None, grounded=False))
+    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=CARDS,
+                                  inputs=[data / "sales.csv"], sandbox=sandbox_config)
+    # kept g1 + c1 would be 50% ground truth: g1 goes, and the note says why
+    assert [c.id for c in out.value.criteria] == ["c1"] and out.value.dropped == ["c2", "g1"]
+    assert out.value.notes == ["dropped g1 to keep ground-truth criteria at most 40% of the rubric"]
