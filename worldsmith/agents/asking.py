@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from worldsmith.core.schemas import ModelCall, RecordedMessage
+from worldsmith.core.schemas import Action, ModelCall, RecordedMessage
 from worldsmith.llm.errors import LLMOutputError
 from worldsmith.prompts import template
 
@@ -40,16 +40,29 @@ def versions(*names: str) -> dict[str, str]:
     return {n: template(n).sha256 for n in names}
 
 
+def _recorded(messages: list[dict[str, str]]) -> list[RecordedMessage]:
+    """Messages as sent, with what wrote each: the prompt (system, task), the model's own earlier replies, and
+    the agent's feedback on them. None of it trains: these are agent calls, not analyst trajectories."""
+    out, users = [], 0
+    for m in messages:
+        role = m["role"] if m["role"] in ("system", "user", "assistant") else "user"
+        if role == "user":
+            users += 1
+        source = {"system": "system", "assistant": "model"}.get(role, "task" if users == 1 else "feedback")
+        out.append(RecordedMessage(role=role, content=m["content"], source=source))
+    return out
+
+
 def record_call(index: int, completion: Any, templates: dict[str, str], *, reply: str | None = None,
-                repaired: str | None = None, sent: list[dict[str, str]] | None = None) -> ModelCall:
+                repaired: str | None = None, sent: list[dict[str, str]] | None = None, action: Action | None = None,
+                void_reason: str | None = None) -> ModelCall:
     """The training record of one call: the messages exactly as the provider received them (the client echoes
     them; `sent` stands in for a stub that does not), the raw completion and its sampling."""
     as_sent = getattr(completion, "request_messages", None) or sent or []
-    messages = [RecordedMessage(role=m["role"] if m["role"] in ("system", "user", "assistant") else "user",
-                                content=m["content"], source=m["role"]) for m in as_sent]
     usage = getattr(completion, "usage", None)
-    return ModelCall(index=index, messages=messages, templates=dict(templates), completion=completion.text,
-                     reply=completion.text if reply is None else reply, repaired=repaired,
+    return ModelCall(index=index, messages=_recorded(as_sent), templates=dict(templates), completion=completion.text,
+                     reply=completion.text if reply is None else reply, repaired=repaired, action=action,
+                     void_reason=void_reason,
                      sampling=dict(getattr(completion, "sampling", {}) or {}),
                      prompt_tokens=getattr(usage, "prompt_tokens", 0), completion_tokens=getattr(usage, "completion_tokens", 0),
                      latency_s=getattr(completion, "latency_s", 0.0), finish_reason=getattr(completion, "finish_reason", ""),
@@ -59,8 +72,7 @@ def record_call(index: int, completion: Any, templates: dict[str, str], *, reply
 
 def failed_call(index: int, exc: LLMOutputError, sent: list[dict[str, str]], templates: dict[str, str]) -> ModelCall:
     """The record of a call whose reply never fit the schema (the layer's repair retry included)."""
-    messages = [RecordedMessage(role=m["role"], content=m["content"], source=m["role"]) for m in sent]
-    return ModelCall(index=index, messages=messages, templates=dict(templates), completion=exc.raw_text,
+    return ModelCall(index=index, messages=_recorded(sent), templates=dict(templates), completion=exc.raw_text,
                      reply=exc.raw_text, repaired="; ".join(exc.errors[:3]) or "schema validation failed",
                      finish_reason="invalid")
 

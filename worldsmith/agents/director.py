@@ -30,14 +30,25 @@ def verified_findings(nodes: list[NodeRecord]) -> dict[str, FindingRecord]:
     return {f.id: f for n in nodes for f in n.findings if f.verified}
 
 
-def render_graph(nodes: list[NodeRecord]) -> str:
-    lines = []
-    for n in nodes:
-        parents = ",".join(n.parents) or "-"
-        lines.append(f"- node {n.id} (mode {n.mode}, depth {n.depth}, parents {parents}, status {n.status}): "
-                     f"{n.goal or '(initial workspace)'}")
-        lines += [f"    finding {f.id} [{'verified' if f.verified else f.status}]: {f.statement}" for f in n.findings]
-    return "\n".join(lines) or "(empty)"
+def render_graph(nodes: list[NodeRecord], max_chars: int = 12_000) -> str:
+    """One line per node and per finding. Past `max_chars` the unverified findings go first (they cannot be built
+    on), then every statement is clipped: a big graph still shows every node and every verified finding id."""
+    for keep_unverified, clip in ((True, None), (False, None), (False, 160), (False, 60)):
+        lines = []
+        for n in nodes:
+            parents = ",".join(n.parents) or "-"
+            lines.append(f"- node {n.id} (mode {n.mode}, depth {n.depth}, parents {parents}, status {n.status}): "
+                         f"{_clip(n.goal, clip) or '(initial workspace)'}")
+            lines += [f"    finding {f.id} [{'verified' if f.verified else f.status}]: {_clip(f.statement, clip)}"
+                      for f in n.findings if keep_unverified or f.verified]
+        text = "\n".join(lines) or "(empty)"
+        if len(text) <= max_chars:
+            break
+    return text
+
+
+def _clip(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 class _Checker:

@@ -84,7 +84,8 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     script, run, error = "", None, "no script was written"
     for attempt in range(1, max_script_attempts + 1):
         d = await decide(llm, messages, role=role)
-        out.calls.append(record_call(len(out.calls), d.completion, used, reply=d.reply, sent=messages))
+        out.calls.append(record_call(len(out.calls), d.completion, used, reply=d.reply, sent=messages,
+                                     action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None))
         messages.append({"role": "assistant", "content": d.reply})
         if d.turn.action is None or d.turn.action.kind != "code":
             error = f"attempt {attempt}: no <code> block ({d.turn.error or 'the reply was an answer, not a script'})"

@@ -19,7 +19,8 @@ _DANGLING = re.compile(r"\b(?:the parent(?: node)?|previous (?:step|node|analysi
                        r"that finding|this finding|node [\w-]+)\b", re.IGNORECASE)
 
 
-def goal_problems(goal: GoalPackage, findings: dict[str, FindingRecord]) -> list[str]:
+def goal_problems(goal: GoalPackage, findings: dict[str, FindingRecord], required: list[str]) -> list[str]:
+    """Why a goal package is unusable; `required`: the findings the direction itself builds on."""
     problems = []
     if m := _DANGLING.search(goal.goal):
         problems.append(f"the goal must stand on its own; it refers to {m.group(0)!r}, which the analyst cannot see")
@@ -27,6 +28,8 @@ def goal_problems(goal: GoalPackage, findings: dict[str, FindingRecord]) -> list
     if unknown:
         problems.append(f"depends_on names {unknown}, which are not verified findings given to you "
                         f"({', '.join(findings) or 'none'})")
+    if missing := [r for r in required if r in findings and r not in goal.depends_on]:
+        problems.append(f"depends_on must include {missing}: the direction builds on them")
     known = [v for d in goal.depends_on if d in findings for v in printed_numbers(findings[d].statement)]
     if bad := unbacked_numbers(goal.context_summary, known):
         problems.append(f"the context summary states {', '.join(bad)}, which no finding in depends_on states")
@@ -39,8 +42,10 @@ async def propose(llm: Any, direction: Direction | Composition, findings: list[F
     usable = {f.id: f for f in findings if f.verified}
     if isinstance(direction, Composition):
         question, mode, work_mode = direction.objective, "compose", "joint analysis"
+        required = list(direction.sources)
     else:
         question, mode, work_mode = direction.question, direction.mode, direction.work_mode
+        required = [direction.depends_on]
     t = template(TEMPLATE)
     messages = [{"role": "system", "content": t.section("system")},
                 {"role": "user", "content": t.section(
@@ -48,4 +53,4 @@ async def propose(llm: Any, direction: Direction | Composition, findings: list[F
                     mode=mode, work_mode=work_mode, question=question, why=direction.why,
                     findings="\n".join(f"- {f.id}: {f.statement}" for f in usable.values()) or "(none yet)")}]
     return await ask(llm, messages, GoalPackage, role=role, templates=versions(TEMPLATE),
-                     check=lambda g: goal_problems(g, usable), retries=retries)
+                     check=lambda g: goal_problems(g, usable, required), retries=retries)

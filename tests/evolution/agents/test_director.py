@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worldsmith.agents.director import direct, eligible_parents
+from worldsmith.agents.director import direct, eligible_parents, render_graph
 from worldsmith.core.evolution_schemas import (Composition, DomainProfile, Expansion, FindingRecord, NodeRecord,
                                                WorkspaceProfile)
 
@@ -85,3 +85,15 @@ async def test_nothing_to_build_on_makes_no_call(scripted_llm) -> None:
     out = await direct(llm, [NODES[2]], WS, DOMAIN, seen=lambda q: False)
     assert out.value is None and out.calls == [] and script.requests == []
     assert "no node can be expanded" in out.errors[0]
+
+
+def test_a_large_graph_sheds_unverified_findings_first() -> None:
+    big = [NodeRecord(id=f"n{i}", depth=1, status="verified", goal=f"Question {i} " + "x" * 200, findings=[
+        FindingRecord(id=f"f{i}", node_id=f"n{i}", statement="verified " + "y" * 200, status="supported"),
+        FindingRecord(id=f"u{i}", node_id=f"n{i}", statement="refuted " + "z" * 200, status="unsupported")])
+        for i in range(40)]
+    text = render_graph(big, max_chars=12_000)
+    assert len(text) <= 12_000
+    assert all(f"node n{i} " in text and f"finding f{i} [verified]" in text for i in range(40))
+    assert "finding u0" not in text
+    assert "finding u0 [unsupported]" in render_graph(big[:2])

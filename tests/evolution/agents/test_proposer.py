@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from worldsmith.agents.proposer import propose
-from worldsmith.core.evolution_schemas import Direction, FindingRecord, WorkspaceProfile
+from worldsmith.core.evolution_schemas import Composition, Direction, FindingRecord, WorkspaceProfile
 
 WS = WorkspaceProfile(overview="Sales by region.", artifacts=[{"path": "sales.csv", "role": "one row per sale"}])
 FINDINGS = [FindingRecord(id="f1", node_id="n1", statement="South sells 70.0 in total.", status="supported"),
@@ -35,3 +35,21 @@ async def test_dangling_references_unknown_findings_and_invented_numbers_are_sen
         "the goal must stand on its own; it refers to 'previous step', which the analyst cannot see",
         "depends_on names ['f9'], which are not verified findings given to you (f1)",
         "the context summary states 12.5%, which no finding in depends_on states"]
+
+
+async def test_a_composition_goal_must_depend_on_every_source(scripted_llm) -> None:
+    script, llm = scripted_llm
+    both = FINDINGS[:1] + [FindingRecord(id="f2", node_id="n2", statement="North sells 40 in total.",
+                                         status="revised")]
+    comp = Composition(sources=["f1", "f2"], relation="two regional totals", objective="Compare south and north "
+                       "totals as shares of all sales.", why="neither total alone gives the share")
+    one = {"goal": "Using sales.csv, compute south's share of all sales.", "depends_on": ["f1"],
+           "context_summary": "South sells 70.0 in total."}
+    two = {**one, "goal": "Using sales.csv, compute south's and north's shares of all sales.",
+           "depends_on": ["f1", "f2"], "context_summary": "South sells 70.0 and north 40 in total."}
+    script.queue(one, two)
+    out = await propose(llm, comp, both, WS)
+    assert out.value.depends_on == ["f1", "f2"]
+    assert out.errors == ["depends_on must include ['f2']: the direction builds on them"]
+    sources = [m.source for m in out.calls[1].messages]
+    assert sources == ["system", "task", "model", "feedback"] and not any(m.trainable for m in out.calls[1].messages)
