@@ -21,8 +21,14 @@ from pydantic import BaseModel, Field
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.agents.rubric_generator import check_cards, render_cards
 from worldsmith.core.claim_numbers import parse_results
-from worldsmith.core.evolution_schemas import (MAX_GT_SHARE, CriterionVerdict, EvidenceCard, RubricCriterion,
-                                               RubricDraft, RubricValidation)
+from worldsmith.core.evolution_schemas import (
+    MAX_GT_SHARE,
+    CriterionVerdict,
+    EvidenceCard,
+    RubricCriterion,
+    RubricDraft,
+    RubricValidation,
+)
 from worldsmith.core.grading import Tolerant
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.prompts import template
@@ -49,13 +55,13 @@ def recomputed_value(stdout: str) -> float | None:
     return next(iter(results.values())) if len(results) == 1 else None
 
 
-def decide(c: RubricCriterion, check: CriterionCheck | None, recomputed: float | None, failure: str) -> CriterionVerdict:
+def criterion_verdict(c: RubricCriterion, check: CriterionCheck | None, recomputed: float | None, failure: str) -> CriterionVerdict:
     """The verdict on one criterion from the model's check and the recomputation (the rule in the module doc)."""
-    base = dict(criterion=c.id, recomputed=recomputed)
+    base: dict[str, Any] = {"criterion": c.id, "recomputed": recomputed}
     if check is None:
         return CriterionVerdict(**base, status="unverifiable", grounded=False, observable=False, well_formed=False,
                                 reason=failure or "no usable check from the model", action="drop")
-    flags = dict(grounded=check.grounded, observable=check.observable, well_formed=check.well_formed)
+    flags = {"grounded": check.grounded, "observable": check.observable, "well_formed": check.well_formed}
     if c.expected_value is not None:
         if recomputed is None:
             return CriterionVerdict(**base, **flags, status="unverifiable", action="drop",
@@ -92,7 +98,7 @@ async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[st
             recomputed = recomputed_value(run.stdout) if run.ok else None
             if recomputed is None:
                 failure = f"the recomputation printed no RESULT value: {run.to_observation(400)}"
-    return decide(c, got.value, recomputed, failure), got
+    return criterion_verdict(c, got.value, recomputed, failure), got
 
 
 def _restore_gt_share(kept: list[RubricCriterion]) -> tuple[list[RubricCriterion], list[str]]:
@@ -110,8 +116,8 @@ async def validate_criteria(llm: Any, rubric: RubricDraft, *, task: str, ground_
                             timeout_s: float | None = None) -> Outcome[RubricValidation]:
     """Every criterion checked; refuted and unverifiable ones dropped, over-specified ones revised or dropped."""
     check_cards(cards)
-    context = dict(task=task, ground_truth=ground_truth, cards=render_cards(cards),
-                   files=", ".join(p.name for p in inputs) or "(none)")
+    context = {"task": task, "ground_truth": ground_truth, "cards": render_cards(cards),
+               "files": ", ".join(p.name for p in inputs) or "(none)"}
     out = Outcome[RubricValidation](None)
     verdicts: list[CriterionVerdict] = []
     kept: list[RubricCriterion] = []
@@ -127,8 +133,8 @@ async def validate_criteria(llm: Any, rubric: RubricDraft, *, task: str, ground_
                 elif verdict.action == "revise":
                     kept.append(c.model_copy(update={"text": verdict.revision}))
     kept, trimmed = _restore_gt_share(kept)
-    notes = [f"dropped {', '.join(trimmed)} to keep ground-truth criteria at most {int(MAX_GT_SHARE * 100)}% "
-             "of the rubric"] if trimmed else []
+    notes = [(f"dropped {', '.join(trimmed)} to keep ground-truth criteria at most {int(MAX_GT_SHARE * 100)}% "
+              "of the rubric")] if trimmed else []
     dropped = [v.criterion for v in verdicts if v.action == "drop"] + trimmed
     out.value = RubricValidation(verdicts=verdicts, criteria=kept, dimensions=list(rubric.dimensions),
                                  dropped=dropped, notes=notes)

@@ -11,8 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
-from worldsmith.core.evolution_schemas import (Composition, DirectorOutput, DomainProfile, Expansion, FindingRecord,
-                                               NodeRecord, WorkspaceProfile)
+from worldsmith.core.evolution_schemas import (
+    Composition,
+    DirectorOutput,
+    DomainProfile,
+    Expansion,
+    FindingRecord,
+    NodeRecord,
+    WorkspaceProfile,
+)
 from worldsmith.core.grading import normalise_text
 from worldsmith.llm.structured import validate_reply
 from worldsmith.prompts import template
@@ -123,8 +130,8 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
         raise ValueError(f"director: k must be at least 1, got {k}")
     checker = _Checker(nodes, domain, k, max_depth, seen)
     if not checker.eligible and len({f.node_id for f in checker.findings.values()}) < 2:
-        return Outcome(None, errors=["no node can be expanded (none verified below the depth limit) and fewer "
-                                     "than two nodes have verified findings to compose"])
+        return Outcome(None, errors=[("no node can be expanded (none verified below the depth limit) and fewer "
+                                      "than two nodes have verified findings to compose")])
     t = template(TEMPLATE)
     asked = sorted({n.goal for n in nodes if n.goal})
     messages = [{"role": "system", "content": t.section("system")},

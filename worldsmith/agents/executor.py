@@ -18,7 +18,11 @@ from pydantic import BaseModel, Field
 
 from worldsmith.agents.analyst import decide
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
-from worldsmith.core.claim_numbers import parse_results, printed_numbers, unbacked_numbers
+from worldsmith.core.claim_numbers import (
+    parse_results,
+    printed_numbers,
+    unbacked_numbers,
+)
 from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.core.store import atomic_write_text, write_model
@@ -105,8 +109,8 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
         error = f"attempt {attempt}: " + ("the script failed" if not run.ok else "no RESULT lines printed")
         messages.append({"role": "user", "content": t.section(section, observation=observation)})
         run = None
-    base = dict(node=str(node), goal=goal.goal, script=script_name(node), log=LOG_FILE, inputs=names,
-                attempts=attempt)
+    base: dict[str, Any] = {"node": str(node), "goal": goal.goal, "script": script_name(node), "log": LOG_FILE,
+                            "inputs": names, "attempts": attempt}
     atomic_write_text(workdir / script_name(node), script)
     if run is None:
         result = ExecutionResult(**base, status="failed", error=error)

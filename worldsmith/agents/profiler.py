@@ -24,7 +24,7 @@ def profiled_files(files: FileProfiles) -> set[str]:
 
 def _file_of(ref: str, known: set[str]) -> str | None:
     """The profiled file a 'file.column' reference names (the longest matching path), or None."""
-    hits = [p for p in known if ref == p or ref.startswith(p + ".") or ref.startswith(p + ":")]
+    hits = [p for p in known if ref == p or ref.startswith((p + ".", p + ":"))]
     return max(hits, key=len) if hits else None
 
 

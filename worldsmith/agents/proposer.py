@@ -11,7 +11,13 @@ from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.claim_numbers import printed_numbers, unbacked_numbers
-from worldsmith.core.evolution_schemas import Composition, Direction, FindingRecord, GoalPackage, WorkspaceProfile
+from worldsmith.core.evolution_schemas import (
+    Composition,
+    Direction,
+    FindingRecord,
+    GoalPackage,
+    WorkspaceProfile,
+)
 from worldsmith.prompts import template
 
 TEMPLATE = "evolve_proposer.md"

@@ -14,7 +14,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from worldsmith.agents.asking import Outcome
-from worldsmith.core.evolution_schemas import ExecutionResult, ReviewOutcome, ReviewRound, Verdict
+from worldsmith.core.evolution_schemas import (
+    ExecutionResult,
+    ReviewOutcome,
+    ReviewRound,
+    Verdict,
+)
 from worldsmith.core.schemas import ModelCall
 
 STAGING = ".review"

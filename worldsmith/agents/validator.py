@@ -18,8 +18,17 @@ from pydantic import BaseModel, Field
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.agents.executor import OBSERVATION_CHARS
-from worldsmith.core.claim_numbers import parse_results, printed_numbers, unbacked_numbers
-from worldsmith.core.evolution_schemas import ConditionDependency, ExecutionResult, GoalPackage, Verdict
+from worldsmith.core.claim_numbers import (
+    parse_results,
+    printed_numbers,
+    unbacked_numbers,
+)
+from worldsmith.core.evolution_schemas import (
+    ConditionDependency,
+    ExecutionResult,
+    GoalPackage,
+    Verdict,
+)
 from worldsmith.core.grading import Tolerant
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.prompts import template
@@ -48,7 +57,7 @@ def reproduction_issues(result: ExecutionResult, rerun: ExecResult) -> list[str]
         return [f"the script failed on re-run in a fresh sandbox: {rerun.to_observation(600)}"]
     printed = parse_results(rerun.stdout)
     issues = [f"RESULT {name} was recorded as {value} but the re-run printed "
-              f"{printed[name] if name in printed else 'nothing'}"
+              f"{printed.get(name, 'nothing')}"
               for name, value in result.numbers.items()
               if name not in printed or not SAME_NUMBER.numbers(value, printed[name])]
     issues += [f"the re-run printed RESULT {name} = {printed[name]}, which the result does not record"

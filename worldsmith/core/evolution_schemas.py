@@ -8,7 +8,7 @@ types as they are; they import nothing from the agents.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -120,7 +120,7 @@ class Composition(Model):
     why: Text = Field(description="why both sources are needed")
 
 
-DirectorDecision = Annotated[Union[Expansion, Composition], Field(discriminator="kind")]
+DirectorDecision = Annotated[Expansion | Composition, Field(discriminator="kind")]
 
 
 class DirectorOutput(Model):

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from worldsmith.core.claim_numbers import parse_results, printed_numbers, stated_numbers, unbacked_numbers
+from worldsmith.core.claim_numbers import (
+    parse_results,
+    printed_numbers,
+    stated_numbers,
+    unbacked_numbers,
+)
 
 
 def test_stated_numbers_skip_small_counts_and_keep_precision() -> None:

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from worldsmith.agents.director import direct, eligible_parents, render_graph
-from worldsmith.core.evolution_schemas import (Composition, DomainProfile, Expansion, FindingRecord, NodeRecord,
-                                               WorkspaceProfile)
+from worldsmith.core.evolution_schemas import (
+    Composition,
+    DomainProfile,
+    Expansion,
+    FindingRecord,
+    NodeRecord,
+    WorkspaceProfile,
+)
 
 WS = WorkspaceProfile(overview="Sales by region.", artifacts=[{"path": "sales.csv", "role": "one row per sale"}])
 DOMAIN = DomainProfile(domain="retail", work_modes=["descriptive", "diagnostic"])

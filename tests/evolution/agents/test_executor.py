@@ -43,7 +43,8 @@ async def test_executor_writes_the_script_the_log_and_the_result(scripted_llm, d
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     (fresh / "sales.csv").write_text((data / "sales.csv").read_text())
-    rerun = subprocess.run([sys.executable, str(work / "analyze_node3.py")], cwd=fresh, capture_output=True, text=True)
+    rerun = subprocess.run([sys.executable, str(work / "analyze_node3.py")], cwd=fresh, capture_output=True,  # noqa: ASYNC221
+                           text=True, check=True)
     assert "RESULT south_total = 70" in rerun.stdout
     assert [c.index for c in out.calls] == [0, 1] and out.calls[0].reply.startswith("<think>")
 

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from worldsmith.agents.proposer import propose
-from worldsmith.core.evolution_schemas import Composition, Direction, FindingRecord, WorkspaceProfile
+from worldsmith.core.evolution_schemas import (
+    Composition,
+    Direction,
+    FindingRecord,
+    WorkspaceProfile,
+)
 
 WS = WorkspaceProfile(overview="Sales by region.", artifacts=[{"path": "sales.csv", "role": "one row per sale"}])
 FINDINGS = [FindingRecord(id="f1", node_id="n1", statement="South sells 70.0 in total.", status="supported"),
