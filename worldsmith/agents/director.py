@@ -16,11 +16,12 @@ from worldsmith.core.evolution_schemas import (
     DirectorOutput,
     DomainProfile,
     Expansion,
-    FindingRecord,
     NodeRecord,
     WorkspaceProfile,
+    is_verified,
 )
 from worldsmith.core.grading import normalise_text
+from worldsmith.core.schemas import Finding
 from worldsmith.llm.structured import validate_reply
 from worldsmith.prompts import template
 
@@ -30,11 +31,11 @@ TEMPLATE = "evolve_director.md"
 def eligible_parents(nodes: list[NodeRecord], max_depth: int) -> list[NodeRecord]:
     """Nodes that may be expanded: verified (or revised), not at the depth limit, with a verified finding."""
     return [n for n in nodes if n.status in ("verified", "revised") and n.depth < max_depth
-            and any(f.verified for f in n.findings)]
+            and any(is_verified(f) for f in n.findings)]
 
 
-def verified_findings(nodes: list[NodeRecord]) -> dict[str, FindingRecord]:
-    return {f.id: f for n in nodes for f in n.findings if f.verified}
+def verified_findings(nodes: list[NodeRecord]) -> dict[str, Finding]:
+    return {f.id: f for n in nodes for f in n.findings if is_verified(f)}
 
 
 def render_graph(nodes: list[NodeRecord], max_chars: int = 12_000) -> str:
@@ -46,8 +47,8 @@ def render_graph(nodes: list[NodeRecord], max_chars: int = 12_000) -> str:
             parents = ",".join(n.parents) or "-"
             lines.append(f"- node {n.id} (mode {n.mode}, depth {n.depth}, parents {parents}, status {n.status}): "
                          f"{_clip(n.goal, clip) or '(initial workspace)'}")
-            lines += [f"    finding {f.id} [{'verified' if f.verified else f.status}]: {_clip(f.statement, clip)}"
-                      for f in n.findings if keep_unverified or f.verified]
+            lines += [f"    finding {f.id} [{'verified' if is_verified(f) else f.status}]: {_clip(f.statement, clip)}"
+                      for f in n.findings if keep_unverified or is_verified(f)]
         text = "\n".join(lines) or "(empty)"
         if len(text) <= max_chars:
             break

@@ -14,10 +14,11 @@ from worldsmith.core.claim_numbers import printed_numbers, unbacked_numbers
 from worldsmith.core.evolution_schemas import (
     Composition,
     Direction,
-    FindingRecord,
     GoalPackage,
     WorkspaceProfile,
+    is_verified,
 )
+from worldsmith.core.schemas import Finding
 from worldsmith.prompts import template
 
 TEMPLATE = "evolve_proposer.md"
@@ -25,7 +26,7 @@ _DANGLING = re.compile(r"\b(?:the parent(?: node)?|previous (?:step|node|analysi
                        r"that finding|this finding|node [\w-]+)\b", re.IGNORECASE)
 
 
-def goal_problems(goal: GoalPackage, findings: dict[str, FindingRecord], required: list[str]) -> list[str]:
+def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: list[str]) -> list[str]:
     """Why a goal package is unusable; `required`: the findings the direction itself builds on."""
     problems = []
     if m := _DANGLING.search(goal.goal):
@@ -42,10 +43,10 @@ def goal_problems(goal: GoalPackage, findings: dict[str, FindingRecord], require
     return problems
 
 
-async def propose(llm: Any, direction: Direction | Composition, findings: list[FindingRecord],
+async def propose(llm: Any, direction: Direction | Composition, findings: list[Finding],
                   workspace: WorkspaceProfile, *, role: str = "teacher", retries: int = 2) -> Outcome[GoalPackage]:
     """The goal package for `direction`; `findings` are the ones it may build on (unverified ones are ignored)."""
-    usable = {f.id: f for f in findings if f.verified}
+    usable = {f.id: f for f in findings if is_verified(f)}
     if isinstance(direction, Composition):
         question, mode, work_mode = direction.objective, "compose", "joint analysis"
         required = list(direction.sources)

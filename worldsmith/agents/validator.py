@@ -31,6 +31,7 @@ from worldsmith.core.evolution_schemas import (
 )
 from worldsmith.core.grading import Tolerant
 from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.core.schemas import Finding
 from worldsmith.prompts import template
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
@@ -73,6 +74,17 @@ def judgement_problems(j: Judgement, evidence: str) -> list[str]:
     if j.verdict != "unsupported" and (bad := unbacked_numbers(j.ground_truth, printed_numbers(evidence))):
         return [f"ground_truth states {', '.join(bad)}, which neither the script nor the check printed"]
     return []
+
+
+def finding_of(result: ExecutionResult, verdict: Verdict, *, finding_id: str, depends_on: list[str]) -> Finding:
+    """The node's finding as the validator left it: the supported (or revised) statement, else the executor's
+    unsupported claim, with the script's numbers as its evidence."""
+    evidence = "; ".join(f"{k} = {v}" for k, v in result.numbers.items())
+    if verdict.issues:
+        evidence += ("; " if evidence else "") + "issues: " + " | ".join(verdict.issues)
+    return Finding(id=finding_id, node_id=result.node, statement=verdict.ground_truth or result.conclusion or
+                   result.error or "no conclusion", evidence=evidence, script=result.script or None,
+                   status=verdict.verdict, depends_on=depends_on, files=result.generated_files)
 
 
 async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, workdir: Path, inputs: list[Path],

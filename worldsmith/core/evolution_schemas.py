@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from worldsmith.core.schemas import Model
+from worldsmith.core.schemas import Finding, Model
 
 Mode = Literal["deepen", "search", "decompose"]
 NodeStatus = Literal["pending", "verified", "revised", "unsupported", "failed"]
@@ -70,17 +70,9 @@ class ProfilerOutput(Model):
 # --------------------------------------------------------------------------------------------- the graph as agents see it
 
 
-class FindingRecord(Model):
-    """A finding as the agents see it (the workspace store keeps its own richer record)."""
-
-    id: str
-    node_id: str
-    statement: str = Field(description="the conclusion, numbers inline")
-    status: Literal["supported", "revised", "unsupported", "pending"] = "pending"
-
-    @property
-    def verified(self) -> bool:
-        return self.status in ("supported", "revised")
+def is_verified(finding: Finding) -> bool:
+    """Whether later work may build on a finding: the validator supported it, or supported a revised statement."""
+    return finding.status in ("supported", "revised")
 
 
 class NodeRecord(Model):
@@ -92,7 +84,7 @@ class NodeRecord(Model):
     depth: int = Field(0, ge=0)
     status: NodeStatus = "pending"
     goal: str = ""
-    findings: list[FindingRecord] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------- director

@@ -7,21 +7,21 @@ from worldsmith.core.evolution_schemas import (
     Composition,
     DomainProfile,
     Expansion,
-    FindingRecord,
     NodeRecord,
     WorkspaceProfile,
 )
+from worldsmith.core.schemas import Finding
 
 WS = WorkspaceProfile(overview="Sales by region.", artifacts=[{"path": "sales.csv", "role": "one row per sale"}])
 DOMAIN = DomainProfile(domain="retail", work_modes=["descriptive", "diagnostic"])
 NODES = [
     NodeRecord(id="n0", depth=0, status="verified", findings=[
-        FindingRecord(id="f0", node_id="n0", statement="Mean amount is 30.0.", status="supported")]),
+        Finding(id="f0", node_id="n0", statement="Mean amount is 30.0.", status="supported")]),
     NodeRecord(id="n1", parents=["n0"], mode="deepen", depth=1, status="verified", goal="Which region sells most?",
-               findings=[FindingRecord(id="f1", node_id="n1", statement="South sells 70 in total.", status="supported"),
-                         FindingRecord(id="f1x", node_id="n1", statement="East is growing.", status="unsupported")]),
+               findings=[Finding(id="f1", node_id="n1", statement="South sells 70 in total.", status="supported"),
+                         Finding(id="f1x", node_id="n1", statement="East is growing.", status="unsupported")]),
     NodeRecord(id="n2", parents=["n0"], mode="deepen", depth=1, status="unsupported", goal="Is north declining?",
-               findings=[FindingRecord(id="f2", node_id="n2", statement="North fell 5%.", status="unsupported")]),
+               findings=[Finding(id="f2", node_id="n2", statement="North fell 5%.", status="unsupported")]),
 ]
 
 
@@ -95,8 +95,8 @@ async def test_nothing_to_build_on_makes_no_call(scripted_llm) -> None:
 
 def test_a_large_graph_sheds_unverified_findings_first() -> None:
     big = [NodeRecord(id=f"n{i}", depth=1, status="verified", goal=f"Question {i} " + "x" * 200, findings=[
-        FindingRecord(id=f"f{i}", node_id=f"n{i}", statement="verified " + "y" * 200, status="supported"),
-        FindingRecord(id=f"u{i}", node_id=f"n{i}", statement="refuted " + "z" * 200, status="unsupported")])
+        Finding(id=f"f{i}", node_id=f"n{i}", statement="verified " + "y" * 200, status="supported"),
+        Finding(id=f"u{i}", node_id=f"n{i}", statement="refuted " + "z" * 200, status="unsupported")])
         for i in range(40)]
     text = render_graph(big, max_chars=12_000)
     assert len(text) <= 12_000

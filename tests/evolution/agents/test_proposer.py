@@ -6,13 +6,13 @@ from worldsmith.agents.proposer import propose
 from worldsmith.core.evolution_schemas import (
     Composition,
     Direction,
-    FindingRecord,
     WorkspaceProfile,
 )
+from worldsmith.core.schemas import Finding
 
 WS = WorkspaceProfile(overview="Sales by region.", artifacts=[{"path": "sales.csv", "role": "one row per sale"}])
-FINDINGS = [FindingRecord(id="f1", node_id="n1", statement="South sells 70.0 in total.", status="supported"),
-            FindingRecord(id="f9", node_id="n1", statement="East grew 12.5%.", status="unsupported")]
+FINDINGS = [Finding(id="f1", node_id="n1", statement="South sells 70.0 in total.", status="supported"),
+            Finding(id="f9", node_id="n1", statement="East grew 12.5%.", status="unsupported")]
 DIRECTION = Direction(question="Is south's total driven by one sale?", mode="deepen", depends_on="f1",
                       work_mode="diagnostic", why="concentration risk")
 
@@ -44,7 +44,7 @@ async def test_dangling_references_unknown_findings_and_invented_numbers_are_sen
 
 async def test_a_composition_goal_must_depend_on_every_source(scripted_llm) -> None:
     script, llm = scripted_llm
-    both = FINDINGS[:1] + [FindingRecord(id="f2", node_id="n2", statement="North sells 40 in total.",
+    both = FINDINGS[:1] + [Finding(id="f2", node_id="n2", statement="North sells 40 in total.",
                                          status="revised")]
     comp = Composition(sources=["f1", "f2"], relation="two regional totals", objective="Compare south and north "
                        "totals as shares of all sales.", why="neither total alone gives the share")

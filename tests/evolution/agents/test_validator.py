@@ -9,7 +9,7 @@ import pandas as pd
 from worldsmith.agents.asking import Outcome
 from worldsmith.agents.executor import execute
 from worldsmith.agents.review import review_loop
-from worldsmith.agents.validator import validate
+from worldsmith.agents.validator import finding_of, validate
 from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage, Verdict
 from worldsmith.core.store import write_model
 
@@ -46,6 +46,10 @@ async def test_supported(scripted_llm, data: Path, tmp_path: Path, sandbox_confi
     assert "RESULT largest = 50" in v.falsification  # the alternative check really ran
     assert "RESULT largest = 50" in script.requests[1].text  # and the judge saw its output
     assert len(out.calls) == 2
+    f = finding_of(result, v, finding_id="f1", depends_on=["f0"])
+    assert (f.node_id, f.status, f.statement, f.script) == ("1", "supported", "South sold 70 in total.",
+                                                            "analyze_node1.py")
+    assert f.evidence == "south_total = 70.0" and f.depends_on == ["f0"]
 
 
 async def test_revised_with_condition_dependencies(scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
