@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from worldsmith.core.schemas import Action, ModelCall, RecordedMessage
-from worldsmith.llm.errors import LLMOutputError
+from worldsmith.llm.errors import LLMConfigError, LLMError, LLMFatalError, LLMOutputError
 from worldsmith.prompts import template
 
 M = TypeVar("M", bound=BaseModel)
@@ -86,8 +86,6 @@ async def ask(llm: Any, messages: list[dict[str, str]], schema: type[M], *, role
               **opts: Any) -> Outcome[M]:
     """A `schema` instance that passes `check` (which returns the problems, empty when fine), asking again with
     the problems at most `retries` times. `templates` are the prompt files that built `messages`."""
-    from worldsmith.llm.errors import LLMError
-
     conversation = [dict(m) for m in messages]
     used = {**templates, **versions(RETRY_TEMPLATE)}
     out: Outcome[M] = Outcome(None)
@@ -99,7 +97,9 @@ async def ask(llm: Any, messages: list[dict[str, str]], schema: type[M], *, role
             out.calls.append(failed_call(index, exc, conversation, used))
             problems = list(exc.errors) or [str(exc)]
             reply = exc.raw_text
-        except LLMError as exc:  # unreachable endpoint, exhausted retries: asking again will not help
+        except (LLMFatalError, LLMConfigError):
+            raise  # an unreachable endpoint or a rejected key stops the run with its own clear line
+        except LLMError as exc:  # retries exhausted on one request: this answer failed, asking again will not help
             out.errors.append(f"{schema.__name__}: {exc}")
             return out
         else:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from worldsmith.agents.profiler import profile
+from worldsmith.llm.errors import LLMFatalError
 from worldsmith.tools.files.profile import profile_workspace
 
 GOOD = {"workspace": {"overview": "Sales amounts and units by region.",
@@ -49,3 +52,16 @@ async def test_giving_up_returns_the_reasons(scripted_llm, data: Path) -> None:
     out = await profile(llm, profile_workspace(data), retries=1)
     assert out.value is None and len(out.calls) == 2
     assert out.errors.count("relation side 'orders.csv.id' does not name a profiled file as 'file.column'") == 2
+
+
+async def test_a_failed_request_is_recorded_and_an_unreachable_endpoint_stops_the_run(scripted_llm, data: Path) -> None:
+    script, llm = scripted_llm
+    out = await profile(llm, profile_workspace(data))  # nothing scripted: the provider refuses the request
+    assert out.value is None and out.calls == [] and "ProfilerOutput:" in out.errors[0]
+
+    def unreachable(req):  # type: ignore[no-untyped-def]
+        raise LLMFatalError("endpoint unreachable", kind="unreachable")
+
+    script.queue(unreachable)
+    with pytest.raises(LLMFatalError, match="unreachable"):
+        await profile(llm, profile_workspace(data))
