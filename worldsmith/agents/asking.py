@@ -13,7 +13,12 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from worldsmith.core.schemas import Action, ModelCall, RecordedMessage
-from worldsmith.llm.errors import LLMConfigError, LLMError, LLMFatalError, LLMOutputError
+from worldsmith.llm.errors import (
+    LLMConfigError,
+    LLMError,
+    LLMFatalError,
+    LLMOutputError,
+)
 from worldsmith.prompts import template
 
 M = TypeVar("M", bound=BaseModel)
