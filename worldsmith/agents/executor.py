@@ -63,7 +63,8 @@ class _Log:
     def __init__(self, goal: str) -> None:
         self.parts = [f"# Analysis log\n\nGoal: {goal}\n"]
 
-    def add(self, heading: str, body: str, fence: str = "") -> None:
+    def add(self, heading: str, body: str, fence: str | None = "") -> None:
+        """A fenced section (fence = the code language), or `body` as it is when fence is None."""
         self.parts.append(f"## {heading}\n\n```{fence}\n{body.rstrip()}\n```\n" if fence is not None else body)
 
     def text(self) -> str:
@@ -94,6 +95,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
         if d.turn.action is None or d.turn.action.kind != "code":
             error = f"attempt {attempt}: no <code> block ({d.turn.error or 'the reply was an answer, not a script'})"
             log.add(f"Attempt {attempt}: unreadable reply", d.raw)
+            out.errors.append(error)
             messages.append({"role": "user", "content": t.section("script failed", observation=error)})
             continue
         script = d.turn.action.content
@@ -107,6 +109,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                 break
         section = "script failed" if not run.ok else "no results"
         error = f"attempt {attempt}: " + ("the script failed" if not run.ok else "no RESULT lines printed")
+        out.errors.append(error)
         messages.append({"role": "user", "content": t.section(section, observation=observation)})
         run = None
     base: dict[str, Any] = {"node": str(node), "goal": goal.goal, "script": script_name(node), "log": LOG_FILE,
