@@ -36,7 +36,7 @@ def no_default_embedding_function(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(ONNXMiniLM_L6_V2, "__init__", refuse)
     monkeypatch.setattr(ONNXMiniLM_L6_V2, "_download_model_if_not_exists", refuse)
-    def refuse_call(self, input):  # type: ignore[no-untyped-def]  # noqa: A002  (chromadb checks this signature)
+    def refuse_call(self, input):  # type: ignore[no-untyped-def]
         refuse()
 
     monkeypatch.setattr(DefaultEmbeddingFunction, "__call__", refuse_call)
@@ -165,7 +165,7 @@ llm.close()
 def test_memory_survives_a_restart_in_a_new_process(tmp_path: Path) -> None:
     def run(mode: str) -> str:
         proc = subprocess.run([sys.executable, "-c", _REOPEN, str(tmp_path / "memory"), json.dumps(SCRIPTED), mode],
-                              cwd=ROOT_DIR, env={**os.environ, "PYTHONPATH": str(ROOT_DIR)}, capture_output=True,
+                              cwd=ROOT_DIR, env={**os.environ, "PYTHONPATH": str(ROOT_DIR)}, check=False, capture_output=True,
                               text=True, timeout=180)
         assert proc.returncode == 0, proc.stderr[-3000:]
         return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""

@@ -75,6 +75,16 @@ def test_a_proposed_node_materialises_as_a_work_folder(store: WorkspaceStore, da
     assert not work.exists()
 
 
+def test_the_inputs_view_of_a_committed_node_is_a_fresh_folder_to_rerun_its_script(
+        store: WorkspaceStore, data_dir: Path, tmp_path: Path) -> None:
+    root = store.create_root(data_dir)
+    child = run_child(store, [root.id], tmp_path, {"summary.csv": "s\n"})
+    fresh = store.materialize(child.id, tmp_path / "rerun", view="inputs")
+    assert sorted(p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file()) == [
+        "analyze_node2.py", "sources/memos/q3.md", "sources/sales.csv"]  # no generated files, log or result
+    assert list((fresh / "generated").iterdir()) == [] and os.access(fresh / "generated", os.W_OK)
+
+
 def test_writes_into_a_copied_workspace_never_reach_the_snapshot(store: WorkspaceStore, data_dir: Path,
                                                                  tmp_path: Path) -> None:
     root = store.create_root(data_dir)
@@ -205,7 +215,7 @@ def test_a_kill_mid_commit_leaves_no_half_node(where: str, store: WorkspaceStore
     work = store.materialize(node.id, tmp_path / "w")
     write_tree(work, {"generated/out.csv": "x\n" * 1000, node.script: "print(1)\n"})
     proc = subprocess.run([sys.executable, "-c", _KILLER, where, str(store.root), str(node.id), str(work)],
-                          cwd=ROOT_DIR, env={**os.environ, "PYTHONPATH": str(ROOT_DIR)}, capture_output=True,
+                          cwd=ROOT_DIR, env={**os.environ, "PYTHONPATH": str(ROOT_DIR)}, check=False, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == -9, proc.stderr[-2000:]
     again = WorkspaceStore(store.root)

@@ -13,7 +13,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from worldsmith.evolution.workspace.graph import ExplorationGraph
-from worldsmith.evolution.workspace.render import FindingRow, draw_graph, finding_rows, markdown_section, status_counts
+from worldsmith.evolution.workspace.render import (
+    FindingRow,
+    draw_graph,
+    finding_rows,
+    markdown_section,
+    status_counts,
+)
 from worldsmith.evolution.workspace.store import WORKSPACE_DIRNAME
 
 #: Where `show` draws the graph when no --out is given (inside the run directory, next to report.md).

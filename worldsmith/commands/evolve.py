@@ -10,7 +10,7 @@ below (register them in this module; ``register`` already mounts the group), cal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -29,7 +29,7 @@ def register(root: typer.Typer) -> None:
 @app.command("show")
 def show_cmd(
     run: Annotated[Path, typer.Argument(help="An evolution run directory (holding workspace/graph.sqlite).")],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG to draw the graph to (default: RUN/exploration_graph.png).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="PNG to draw the graph to (default: RUN/exploration_graph.png).")] = None,
     no_image: Annotated[bool, typer.Option("--no-image", help="List the findings only; draw nothing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:

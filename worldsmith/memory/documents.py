@@ -58,7 +58,8 @@ def read_text(path: Path) -> str:
 
         try:
             return "\n\n".join(page.extract_text() or "" for page in pypdf.PdfReader(str(path)).pages)
-        except Exception as exc:  # pypdf raises many types for damaged files; the file is skipped, not the corpus
+        except (pypdf.errors.PyPdfError, OSError, ValueError, KeyError, TypeError) as exc:  # a damaged file:
+            # skipped with the reason, the rest of the corpus is still read
             raise ValueError(f"unreadable PDF: {type(exc).__name__}: {exc}") from None
     raise ValueError(f"unsupported type {suffix or '(none)'}; readable: {', '.join(TEXT_SUFFIXES)}, {PDF_SUFFIX}")
 

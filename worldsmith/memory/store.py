@@ -77,7 +77,7 @@ def clean_metadata(meta: dict[str, Any] | None) -> Metadata:
 class RunMemory:
     """The memory of one run, stored at ``path`` (created on first use)."""
 
-    def __init__(self, path: str | os.PathLike[str], llm: "LLM", *, role: str = EMBED_ROLE) -> None:
+    def __init__(self, path: str | os.PathLike[str], llm: LLM, *, role: str = EMBED_ROLE) -> None:
         import chromadb
         from chromadb.config import Settings
 

@@ -2,8 +2,14 @@
 exploration graph in SQLite (graph.py) and its picture and findings table (render.py)."""
 
 from worldsmith.evolution.workspace.graph import ExplorationGraph, GraphError
-from worldsmith.evolution.workspace.store import (GENERATED, SOURCES, WORKSPACE_DIRNAME, WorkspaceStore, release,
-                                                  workspace_root)
+from worldsmith.evolution.workspace.store import (
+                                                  GENERATED,
+                                                  SOURCES,
+                                                  WORKSPACE_DIRNAME,
+                                                  WorkspaceStore,
+                                                  release,
+                                                  workspace_root,
+)
 
 __all__ = ["GENERATED", "SOURCES", "WORKSPACE_DIRNAME", "ExplorationGraph", "GraphError", "WorkspaceStore", "release",
            "workspace_root"]

@@ -22,7 +22,14 @@ from datetime import datetime
 from pathlib import Path
 
 from worldsmith.core.schemas import Finding, utcnow
-from worldsmith.core.workspace_types import FINAL_STATUSES, VERIFIED_STATUSES, Mode, Node, NodeStatus, finding_id
+from worldsmith.core.workspace_types import (
+    FINAL_STATUSES,
+    VERIFIED_STATUSES,
+    Mode,
+    Node,
+    NodeStatus,
+    finding_id,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (

@@ -30,10 +30,25 @@ import shutil
 import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
-from worldsmith.core.store import ArtifactError, read_model, remove_stale_temps, sha256_json, write_model
-from worldsmith.core.workspace_types import (FileEntry, Manifest, MergeConflict, MergeReport, Mode, Node, NodeStatus,
-                                             script_name)
+from worldsmith.core.store import (
+    ArtifactError,
+    read_model,
+    remove_stale_temps,
+    sha256_json,
+    write_model,
+)
+from worldsmith.core.workspace_types import (
+    FileEntry,
+    Manifest,
+    MergeConflict,
+    MergeReport,
+    Mode,
+    Node,
+    NodeStatus,
+    script_name,
+)
 from worldsmith.evolution.workspace.blobs import BlobStore
 from worldsmith.evolution.workspace.graph import ExplorationGraph, GraphError
 
@@ -41,6 +56,7 @@ SOURCES, GENERATED = "sources", "generated"
 #: The folder inside a run directory that holds its workspace store.
 WORKSPACE_DIRNAME = "workspace"
 _SKIP_NAMES = {"__pycache__", ".ipynb_checkpoints"}
+View = Literal["snapshot", "inputs"]
 
 
 def workspace_root(run_dir: str | os.PathLike[str]) -> Path:
@@ -137,22 +153,28 @@ class WorkspaceStore:
         report.conflicts = [conflicts[k] for k in sorted(conflicts)]
         return {path: entry for path, (_, entry) in sorted(merged.items())}, report
 
-    def materialize(self, node_id: int, dest: str | os.PathLike[str], *, link: bool = True) -> Path:
+    def materialize(self, node_id: int, dest: str | os.PathLike[str], *, view: View = "snapshot",
+                    link: bool = True) -> Path:
         """Lay out a node's tree in ``dest`` (new or empty) for a sandbox to mount.
 
-        A committed node gives its whole snapshot, read-only. An uncommitted one (proposed or running) gives
-        its executor's work folder: the inherited ``sources/`` plus an empty, writable ``generated/``.
+        ``view="snapshot"``: a committed node's whole tree, read-only. An uncommitted node (proposed or running)
+        has no snapshot yet and always gets the ``inputs`` view. ``view="inputs"``: a work folder — the node's
+        inherited ``sources/`` (read-only), its script when it has one (so a validator can re-run it in a
+        fresh folder) and an empty, writable ``generated/``.
         ``link`` hardlinks the blobs (no copy; mount ``sources/`` read-only, as the sandbox does with inputs);
         ``link=False`` copies them."""
         dest = Path(dest)
         if dest.exists() and any(dest.iterdir()):
             raise FileExistsError(f"{dest}: not empty; materialize into a new folder")
         node = self.graph.get(node_id)
-        if node.snapshot is not None:
-            files = self.manifest(node_id).files
-        else:
+        if node.snapshot is None:
+            view = "inputs"
             inherited, _ = self.merge(node.parents)
             files = {f"{SOURCES}/{p}": e for p, e in inherited.items()}
+        else:
+            files = self.manifest(node_id).files
+            if view == "inputs":
+                files = {p: e for p, e in files.items() if p.startswith(f"{SOURCES}/") or p == node.script}
         dest.mkdir(parents=True, exist_ok=True)
         for path, entry in files.items():
             target = dest / path
@@ -160,10 +182,9 @@ class WorkspaceStore:
             if not link:
                 os.chmod(target, 0o444)
         (dest / SOURCES).mkdir(exist_ok=True)
-        if node.snapshot is None:
+        if view == "inputs":
             (dest / GENERATED).mkdir(exist_ok=True)
-        for folder in ([dest] if node.snapshot is not None else [dest / SOURCES]):
-            _seal(folder)
+        _seal(dest / SOURCES if view == "inputs" else dest)
         return dest
 
     # -- internals -------------------------------------------------------------------------------------------
