@@ -79,3 +79,27 @@ def test_layered_layout_by_hand() -> None:
     # 1 → {2, 3}; 3 → 4; 2 → 5: layer 2 is ordered by parent x, so 5 (under 2) comes before 4 (under 3)
     pos = layered_layout([node(1, 0, []), node(2, 1, [1]), node(3, 1, [1]), node(4, 2, [3]), node(5, 2, [2])])
     assert pos == {1: (0.0, 0.0), 2: (-0.5, -1.0), 3: (0.5, -1.0), 5: (-0.5, -2.0), 4: (0.5, -2.0)}
+
+
+def test_a_first_word_that_is_no_subcommand_goes_to_run() -> None:
+    """The hook `worldsmith evolve DATA_DIR` relies on: with a `run` command, a folder name is routed to it."""
+    import typer
+
+    from worldsmith.commands.evolve import DefaultCommandGroup
+
+    demo = typer.Typer(cls=DefaultCommandGroup)
+    seen: list[str] = []
+
+    @demo.command("run")
+    def run_cmd(data_dir: str, steps: int = 1) -> None:
+        seen.append(f"run {data_dir} {steps}")
+
+    @demo.command("show")
+    def show_cmd(run: str) -> None:
+        seen.append(f"show {run}")
+
+    assert runner.invoke(demo, ["./data", "--steps", "3"]).exit_code == 0
+    assert runner.invoke(demo, ["run", "./other"]).exit_code == 0
+    assert runner.invoke(demo, ["show", "RUN"]).exit_code == 0
+    assert seen == ["run ./data 3", "run ./other 1", "show RUN"]
+    assert runner.invoke(app, ["evolve", "./data"]).exit_code == 2  # no `run` command yet: a usage error

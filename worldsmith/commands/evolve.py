@@ -2,8 +2,9 @@
 
     worldsmith evolve show RUN [--out graph.png] [--json]   draw the exploration graph, list verified findings
 
-Hooks for the evolution run itself: `evolve DATA_DIR` and `evolve tasks RUN` are further commands on ``app``
-below (register them in this module; ``register`` already mounts the group), calling services in
+Hooks for the evolution run itself: add ``@app.command("run")`` here and `worldsmith evolve DATA_DIR` reaches it
+(the group sends a first word that names no sub-command to ``run``, so `evolve ./data` and `evolve run ./data`
+are the same); add ``@app.command("tasks")`` for `evolve tasks RUN`. Both call services in
 ``worldsmith/app/evolve.py``.
 """
 
@@ -12,14 +13,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
 from worldsmith.commands.common import console, emit_json, fail
 
-app = typer.Typer(help="Verified workspace evolution: explore a data folder, inspect the exploration graph.",
-                  no_args_is_help=True)
+DEFAULT_COMMAND = "run"
+
+
+class DefaultCommandGroup(TyperGroup):
+    """A group whose first argument, when it names no sub-command (a data folder), goes to ``run``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and not args[0].startswith("-") and args[0] not in self.commands and DEFAULT_COMMAND in self.commands:
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(cls=DefaultCommandGroup, no_args_is_help=True,
+                  help="Verified workspace evolution: explore a data folder, inspect the exploration graph.")
 
 
 def register(root: typer.Typer) -> None:
