@@ -18,7 +18,7 @@ from worldsmith.core.schemas import Finding, Model, utcnow
 
 __all__ = [
     "FINAL_STATUSES", "VERIFIED_STATUSES", "FileEntry", "Finding", "Manifest", "MergeConflict", "MergeReport", "Mode",
-    "Node", "NodeStatus", "finding_id", "script_name",
+    "Node", "NodeStatus", "Verdict", "finding_id", "script_name",
 ]
 
 #: How a node was derived: ``root`` is the initial workspace; ``deepen`` builds on one verified finding;
@@ -125,4 +125,5 @@ class Node(Model):
                        depends_on=[self.depends_on] if self.depends_on else [], created_at=self.created_at)
 
 
+#: What the validator may conclude about a node's claim.
 Verdict = Literal["supported", "revised", "unsupported"]
