@@ -58,7 +58,7 @@ def _register() -> None:
     from worldsmith.commands import llm as llm_cmd
 
     app.add_typer(llm_cmd.app, name="llm")
-    for name in ("sandbox", "world", "evaluate", "chat", "task", "grade", "train"):
+    for name in ("sandbox", "world", "evaluate", "chat", "task", "grade", "train", "evolve"):
         try:
             module = __import__(f"worldsmith.commands.{name}", fromlist=["register"])
         except ModuleNotFoundError as exc:

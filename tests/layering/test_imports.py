@@ -25,6 +25,9 @@ RULES = {  # package: what it must not import
     "worldsmith.tools": ("worldsmith.training", "worldsmith.agents", "worldsmith.graphs", *_FRONT),
     "worldsmith.agents": ("worldsmith.graphs", *_FRONT),
     "worldsmith.training": _FRONT,
+    # the workspace store sits on core only (agents and graphs call it, never the other way)
+    "worldsmith.evolution.workspace": ("worldsmith.llm", "worldsmith.tools", "worldsmith.training", "worldsmith.agents",
+                                       "worldsmith.graphs", "worldsmith.memory", *_FRONT),
     "worldsmith.graphs": _FRONT,
 }
 
