@@ -91,7 +91,7 @@ def _sentence(e: LedgerEntry, s: ObservationSystem, c: WorldContract) -> str | N
         if p["from_partition"] == 0:
             return f"The column `{p['new_name']}` holds `{p['column']}`."
         year = c.timeline.start.year + p["from_partition"]
-        word = _PART_WORD.get(s.format, "file")
+        word = _PART_WORD.get(s.format, "files" if s.partition == "quarter" else "file")
         return f"From the {year} {word} onward, `{p['column']}` is called `{p['new_name']}`."
     if e.defect == "duplicates":
         keys = " + ".join(f"`{k}`" for k in e.columns)
@@ -132,7 +132,7 @@ _RE = {
     "recode_all": re.compile(r"This export labels `([^`]+)` its own way: (.*)\.$"),
     "label": re.compile(r'"([^"]*)" means "([^"]*)"'),
     "rename_all": re.compile(r"The column `([^`]+)` holds `([^`]+)`\."),
-    "rename_from": re.compile(r"From the (\d{4}) (?:file|sheet|table) onward, `([^`]+)` is called `([^`]+)`\."),
+    "rename_from": re.compile(r"From the (\d{4}) (?:files?|sheet|table) onward, `([^`]+)` is called `([^`]+)`\."),
     "split": re.compile(r"Names are given in two columns, `([^`]+)` and `([^`]+)`\."),
     "event": re.compile(r"^- (\d{4}-\d{2}-\d{2}): \*\*([^*]+)\*\*"),
 }

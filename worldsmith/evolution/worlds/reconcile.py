@@ -25,6 +25,7 @@ from .observe import ISO, system_keys
 from .writers import EXT
 
 FK_MATCH = 0.9
+PART_SUFFIX = r"(?:_(\d{4})(?:Q[1-4])?)?"  # none, a year (_2024) or a quarter (_2024Q1); group 1 = the year
 
 
 @dataclass
@@ -38,7 +39,7 @@ class PartPlan:
     path: str  # relative to the world directory
     fmt: str
     part: str | None
-    year: int | None
+    year: int | None  # of a year or quarter partition (parts of one year stay in file/sheet order)
     steps: list[Step] = field(default_factory=list)  # renames / name joins per part
     columns: set[str] = field(default_factory=set)  # canonical columns available after the steps
 
@@ -100,13 +101,13 @@ def find_parts(world_dir: Path, s: ObservationSystem) -> list[PartPlan]:
             names = K.read_table(path, "sqlite", "sqlite_master")["name"].tolist()
         out = []
         for n in names:
-            m = re.fullmatch(re.escape(s.name) + r"(?:_(\d{4}))?", n)
+            m = re.fullmatch(re.escape(s.name) + PART_SUFFIX, n)
             if m:
                 out.append(PartPlan(f"data/{path.name}", s.format, n, int(m.group(1)) if m.group(1) else None))
         return sorted(out, key=lambda p: p.year or 0)
     out = []
     for path in sorted(data.iterdir()):
-        m = re.fullmatch(re.escape(s.stem) + r"(?:_(\d{4}))?\." + re.escape(ext), path.name)
+        m = re.fullmatch(re.escape(s.stem) + PART_SUFFIX + r"\." + re.escape(ext), path.name)
         if m:
             out.append(PartPlan(f"data/{path.name}", s.format, None, int(m.group(1)) if m.group(1) else None))
     return sorted(out, key=lambda p: p.year or 0)

@@ -98,8 +98,8 @@ def check_systems(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -> 
                 p.add("wrong_entity", f"{path}.variables", f"{v} belongs to {nodes[v].entity}, not {s.entity}",
                       f"record it in a system on {nodes[v].entity}")
         observed |= set(s.variables)
-        if s.partition == "year" and ent.time_column is None:
-            p.add("partition", f"{path}.partition", f"{s.entity} is undated and cannot be split by year",
+        if s.partition != "none" and ent.time_column is None:
+            p.add("partition", f"{path}.partition", f"{s.entity} is undated and cannot be split by {s.partition}",
                   "use partition 'none'")
         try:
             probe = dt.date(2024, 11, 23).strftime(s.date_format)
@@ -193,9 +193,9 @@ def _check_defect(c: WorldContract, s: ObservationSystem, ent: Any, cols: list[s
         p.add("rename", f"{path}.new_name", f"{d.new_name!r} collides with an existing column")
     if d.type == "rename" and d.from_partition > 0:
         years = c.timeline.end.year - c.timeline.start.year + 1
-        if s.partition != "year" or d.from_partition >= years:
-            p.add("rename", f"{path}.from_partition", f"partition {d.from_partition} does not exist "
-                  f"({years if s.partition == 'year' else 1} partition(s))", "use partition 'year' or 0")
+        if s.partition == "none" or d.from_partition >= years:  # counted in years, also for quarter files
+            p.add("rename", f"{path}.from_partition", f"year {d.from_partition} of the partitions does not exist "
+                  f"({years if s.partition != 'none' else 1} year(s))", "use partition 'year' or 'quarter', or 0")
     if d.type == "unlabeled_fk" and (ent.parent is None or d.column != c.entity(ent.parent).key):
         p.add("unlabeled_fk", path, f"{d.column} is not the foreign key of {ent.name}")
     if d.type == "split_column" and (nodes.get(d.column) is None or nodes[d.column].kind != "text"):
