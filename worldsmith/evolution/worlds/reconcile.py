@@ -20,7 +20,7 @@ import pandas as pd
 from . import kernels as K
 from worldsmith.core.world_contract import ObservationSystem, WorldContract
 from .memos import (DateFormatNote, DelayNote, EventNote, Note, RecodeNote, RenameNote, SplitNote, UnitNote,
-                    memo_system, parse_memo)
+                    memo_system, parse_memo, undocumented_notes)
 from .observe import ISO, system_keys
 from .writers import EXT
 
@@ -227,6 +227,11 @@ def build_plan(world_dir: Path, c: WorldContract, cache: FrameCache | None = Non
             plan.issues.append(f"{s.name}: no files found for stem `{s.stem}` ({s.format})")
             continue
         notes = notes_by_system.get(s.name, [])
+        hidden = undocumented_notes(s, c)
+        if hidden:
+            plan.log.append(f"{s.name}: {len(hidden)} undocumented change(s) known from the contract, not a memo: "
+                            + ", ".join(type(n).__name__.removesuffix("Note").lower() for n in hidden))
+        notes = [*notes, *hidden]
         for part in parts:
             _plan_part(c, s, part, notes, expected, cache, plan)
         have = set().union(*(p.columns for p in parts))

@@ -200,6 +200,28 @@ def _check_defect(c: WorldContract, s: ObservationSystem, ent: Any, cols: list[s
         p.add("unlabeled_fk", path, f"{d.column} is not the foreign key of {ent.name}")
     if d.type == "split_column" and (nodes.get(d.column) is None or nodes[d.column].kind != "text"):
         p.add("split_column", path, f"{d.column} is not a text (person_name) column")
+    if d.type == "cancellations":
+        _check_cancellations(c, s, ent, cols, d, path, p)
+    if not getattr(d, "memo", True):
+        hidden = {"delay": "a posting delay leaves no trace in the data: solvers will use the posting dates",
+                  "duplicates": "repeated records are visible as repeated keys"}
+        p.warn("undocumented_defect", f"{path}.memo", f"{d.type} has no memo; "
+               + hidden.get(d.type, "solvers must discover it from the data (the audit knows it from the contract)"),
+               "keep it only if the data shows it; set memo: true to document it")
+
+
+def _check_cancellations(c: WorldContract, s: ObservationSystem, ent: Any, cols: list[str], d: Any, path: str,
+                         p: Problems) -> None:
+    if d.depends_on is not None and d.depends_on not in cols:
+        p.add("defect_column", f"{path}.depends_on", f"{d.depends_on!r} is not a column of system {s.name}",
+              f"columns: {cols}")
+    children = [e.name for e in c.entities if e.parent == ent.name]
+    if children:
+        p.add("cancellations", path, f"{ent.name} records are parents of {children}: their rows would point at "
+              "records missing from every export", "cancel rows of an entity nothing else belongs to")
+    if d.rate > 0.5:
+        p.warn("cancellations", f"{path}.rate", f"cancelling {d.rate:.0%} of {ent.name} is not a realistic defect",
+               "keep cancellation rates under 0.5")
 
 
 def check_phenomena(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -> None:
