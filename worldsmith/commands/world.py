@@ -128,7 +128,7 @@ def audit(world: Annotated[Path, typer.Argument(help="World folder.")],
         from rich.table import Table
 
         table = Table("kind", "id", "status", "observed", "expected", "reason", title=f"audit of {world}")
-        for r in report.edges + report.invariants + report.phenomena:
+        for r in report.edges + report.invariants + report.phenomena + report.claims:
             colour = {"pass": "green", "fail": "red", "skip": "yellow"}[r.status]
             table.add_row(r.kind, r.id, f"[{colour}]{r.status}[/]", _fmt(r.observed), _fmt(r.expected), r.reason[:60])
         console.print(table)

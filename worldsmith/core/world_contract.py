@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from worldsmith.core.world_contract_claims import Claim
 from worldsmith.core.world_contract_types import (SOURCELESS, Defect, Distribution, Heterogeneity, Invariant, Mechanism,
                                                   Noise, Recipe, Tolerance)
 
@@ -236,6 +237,7 @@ class WorldContract(_Strict):
     invariants: list[Invariant] = Field(default_factory=list)
     systems: list[ObservationSystem] = Field(default_factory=list)
     phenomena: list[Phenomenon] = Field(default_factory=list)
+    claims: list[Claim] = Field(default_factory=list, description="no-effect and conditional effect claims")
     description: str = ""
 
     @model_validator(mode="after")

@@ -393,6 +393,17 @@ class LaggedCorrRecipe(_Recipe):
     lag: int = 1
 
 
+class PartialCorrRecipe(_Recipe):
+    """Controlled comparison: Pearson correlation of the residuals of x and of y after an OLS regression (with
+    intercept) of each on `controls` (a categorical control enters as 0/1 columns, its first label dropped), over
+    rows where x, y and every control are recorded: the x-y association holding the controls fixed."""
+
+    op: Literal["partial_corr"] = "partial_corr"
+    x: str
+    y: str
+    controls: list[str] = Field(min_length=1)
+
+
 class DistinctCountRecipe(_Recipe):
     """Number of distinct entity ids (after `where`)."""
 
@@ -410,7 +421,7 @@ class TopGroupRecipe(_Recipe):
 
 Recipe = Annotated[
     Union[MeanRecipe, GroupMeanRecipe, MeanDiffRecipe, ShareRecipe, SlopeRecipe, CorrRecipe, PrePostRecipe,
-          LaggedCorrRecipe, DistinctCountRecipe, TopGroupRecipe],
+          LaggedCorrRecipe, DistinctCountRecipe, TopGroupRecipe, PartialCorrRecipe],
     Field(discriminator="op"),
 ]
 

@@ -317,6 +317,27 @@ def op_lagged_corr(df, x, y, unit_column, time_column, lag):
     return float(np.corrcoef(m["_lagged"].astype(float), m[y].astype(float))[0, 1])
 
 
+def op_partial_corr(df, x, y, controls):
+    """Correlation of x and y with the controls' linear effects removed from both (residuals of OLS with an
+    intercept; a non-numeric control becomes 0/1 columns, first label dropped); rows missing any column left out."""
+    d = df[[x, y, *controls]].dropna()
+    design = [np.ones((len(d), 1))]
+    for c in controls:
+        col = d[c]
+        if pd.api.types.is_numeric_dtype(col) and not isinstance(col.dtype, pd.CategoricalDtype):
+            design.append(col.to_numpy(dtype=float)[:, None])
+        else:
+            design.append(pd.get_dummies(col.astype(str), drop_first=True).to_numpy(dtype=float))
+    z = np.hstack(design)
+
+    def residual(v):
+        beta = np.linalg.lstsq(z, v, rcond=None)[0]
+        return v - z @ beta
+
+    rx, ry = residual(d[x].to_numpy(dtype=float)), residual(d[y].to_numpy(dtype=float))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
 def op_distinct_count(df, key):
     return float(df[key].dropna().nunique())
 

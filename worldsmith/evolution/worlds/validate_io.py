@@ -252,6 +252,11 @@ def check_phenomena(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -
             name = getattr(r, f, None)
             if name and nodes[name].kind in ("categorical", "text") and r.op not in ("share", "distinct_count"):
                 p.add("recipe_kind", f"{path}.recipe.{f}", f"{name} is {nodes[name].kind}; {r.op} needs numbers")
+        if r.op == "partial_corr":
+            bad = [v for v in r.controls if v in (r.x, r.y) or nodes[v].kind == "text"]
+            if bad:
+                p.add("recipe_kind", f"{path}.recipe.controls", f"{bad} cannot be held fixed (x, y or free text)",
+                      "control for other numeric, binary or categorical columns")
         if getattr(r, "by", None):
             by = nodes[r.by]
             if by.kind != "categorical":
