@@ -102,8 +102,10 @@ def _new_from_file(path: Path, out: Path, seed: int | None, rows: int | None, ov
         emit_json({"world": result.model_dump(mode="json"), "contract_file": str(path),
                    "warnings": [str(w) for w in warnings], "tasks": written})
         return
+    from rich.markup import escape
+
     for w in warnings:
-        console.print(f"[yellow]{w}[/]", highlight=False)
+        console.print(f"[yellow]{escape(str(w))}[/]", highlight=False)
     reused = " (identical world already in place, not rebuilt)" if result.skipped else ""
     audit = audit_line(result.audit_summary) if result.audit_summary else "audit: not run"
     console.print(f"[green]world {result.world_id}[/] from {path}{reused} — {audit}; recoverable phenomena: "
