@@ -147,3 +147,22 @@ def test_the_partial_correlation_spec_is_complete(promo_world: Path) -> None:
     assert spec.quantity == "partial_correlation" and [m.variable for m in spec.controls] == ["income"]
     text = "\n".join(facet_lines(spec))
     assert "Held fixed (controls): `income`" in text and "`data/crm.csv`" in text and "residuals" in text
+
+
+def test_a_categorical_control_is_held_fixed_label_by_label(promo_world: Path) -> None:
+    """Partial correlation with a categorical control (region), recomputed with per-region demeaning: with one
+    0/1 column per label and an intercept, the residuals are the deviations from each region's mean."""
+    from worldsmith.evolution.worlds.audit import reconciled_table
+    from worldsmith.evolution.worlds.recipes import evaluate
+
+    c_data = promo_data()
+    c_data["phenomena"] = [{"id": "by_region", "statement": "{value:.3f}", "tolerance": {"abs": 0.05, "rel": 0},
+                            "recipe": {"op": "partial_corr", "x": "income", "y": "amount", "controls": ["region"]}}]
+    crm = pd.read_csv(promo_world / "data" / "crm.csv")
+    shop = pd.read_csv(promo_world / "data" / "shop.csv").merge(crm, on="customer_id")
+    rx = shop["income"] - shop.groupby("region")["income"].transform("mean")
+    ry = shop["amount"] - shop.groupby("region")["amount"].transform("mean")
+    expected = np.corrcoef(rx, ry)[0, 1]
+    wide = reconciled_table(promo_world, "orders")
+    got = evaluate(contract(c_data), contract(c_data).phenomena[0].recipe, wide)
+    assert abs(got - expected) < 1e-9 and expected > 0.5

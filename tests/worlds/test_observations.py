@@ -14,7 +14,11 @@ import pandas as pd
 import pytest
 
 from tests.worlds.worlds_testkit import contract, mini_contract
-from worldsmith.evolution.worlds import build_world, parse_answer, reference_solution_code
+from worldsmith.evolution.worlds import (
+    build_world,
+    parse_answer,
+    reference_solution_code,
+)
 from worldsmith.evolution.worlds.validate import validate_contract
 
 
@@ -25,7 +29,8 @@ def _truth(world: Path, pid: str) -> float:
 
 def _solution(world: Path, pid: str) -> float:
     code = reference_solution_code(world, pid)
-    out = subprocess.run([sys.executable, "-c", code], cwd=world, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], cwd=world, capture_output=True, text=True, timeout=120,
+                         check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     return float(parse_answer(out.stdout, pid))
 

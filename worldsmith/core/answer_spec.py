@@ -19,7 +19,8 @@ Scale = Literal["fraction", "percent", "percentage_points", "relative_change", "
                 "coefficient", "label"]
 #: a date that dumps as ISO text in every mode: task packages write answer specs with plain `json.dumps`
 IsoDate = Annotated[dt.date, PlainSerializer(lambda d: d.isoformat(), return_type=str, when_used="always")]
-DATA_SUFFIXES = (".csv", ".csv.gz", ".xlsx", ".parquet", ".jsonl", ".json", ".sqlite", ".db", ".tsv")
+DATA_SUFFIXES = (".csv", ".csv.gz", ".xlsx", ".parquet", ".jsonl", ".json", ".sqlite", ".db", ".tsv",
+                 ".txt")  # .txt: free-text logs (documents are .md)
 _OPS = {"==": "is", "!=": "is not", ">": "is above", ">=": "is at least", "<": "is below", "<=": "is at most",
         "in": "is one of"}
 _SCALE_WORDS = {"fraction": "a fraction between 0 and 1", "percent": "percent (0-100)",

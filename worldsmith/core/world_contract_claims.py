@@ -9,7 +9,7 @@ are written on: target units per unit of source, log-odds for a binary target.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,4 +40,4 @@ class ConditionalClaim(_Strict):
     statement: str = Field(default="", description="the claim in words, e.g. 'discounts lift sales only after launch'")
 
 
-Claim = Annotated[Union[NoEffectClaim, ConditionalClaim], Field(discriminator="kind")]
+Claim = Annotated[NoEffectClaim | ConditionalClaim, Field(discriminator="kind")]
