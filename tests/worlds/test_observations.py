@@ -186,3 +186,34 @@ def test_text_with_spaces_and_quotes_survives_a_log(tmp_path: Path) -> None:
     back = read_log(tmp_path / "x.txt")
     assert back["note"].tolist()[0] == 'said "hi" = ok' and pd.isna(back["note"].tolist()[1])
     assert back["n"].tolist() == ["1.5", "2.0"]
+
+
+def _read_parts(world: Path, fmt: str) -> dict[str, pd.DataFrame]:
+    """Every quarter part of the shop system, read with plain pandas / sqlite3: {part name: table}."""
+    import sqlite3
+
+    data = world / "data"
+    if fmt == "xlsx":
+        return pd.read_excel(data / "shop.xlsx", sheet_name=None)
+    if fmt == "sqlite":
+        with sqlite3.connect(data / "shop.sqlite") as con:
+            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            return {n: pd.read_sql_query(f'SELECT * FROM "{n}"', con) for n in names}
+    return {p.name.split(".")[0]: pd.read_csv(p) for p in sorted(data.glob("shop_*.csv.gz"))}
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "sqlite", "csv.gz"])
+def test_quarter_partitions_in_every_container_format(tmp_path: Path, fmt: str) -> None:
+    d = mini_contract()
+    d["entities"][1]["count"] = 800
+    d["systems"][1].update(format=fmt, partition="quarter")
+    d["systems"][1]["defects"] = [{"type": "rename", "column": "amount", "new_name": "amt", "from_partition": 1}]
+    build_world(contract(d), seed=3, out_dir=tmp_path / "w")
+    parts = _read_parts(tmp_path / "w", fmt)
+    assert sorted(parts) == [f"shop_{y}Q{q}" for y in (2023, 2024) for q in (1, 2, 3, 4)]
+    for name, df in parts.items():  # 2023 parts say `amount`, 2024 parts `amt` (the documented rename)
+        assert ("amt" in df.columns) == name.startswith("shop_2024") and len(df) > 0
+    amounts = pd.concat([df.get("amount", df.get("amt")) for df in parts.values()])
+    assert len(amounts) == 800
+    assert abs(_truth(tmp_path / "w", "mean_amount") - amounts.astype(float).mean()) < 0.01
+    assert _all_passed(tmp_path / "w")

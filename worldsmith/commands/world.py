@@ -50,8 +50,9 @@ def new(out: Annotated[Optional[Path], typer.Argument(help="Folder to create the
     if (out is None) == (resume is None):
         fail("give the world folder OUT, or --resume RUN_DIR (not both)", code=EXIT_USAGE)
     if contract not in ("template", "llm"):
-        if domain or topic:
-            fail("--contract FILE sets the domain itself; leave out --domain and --topic", code=EXIT_USAGE)
+        if domain or topic or resume is not None:
+            fail("--contract FILE sets the domain itself and builds in one step; leave out --domain, --topic and "
+                 "--resume", code=EXIT_USAGE)
         _new_from_file(Path(contract), out, seed, rows, overwrite, tasks, max_tasks, json_out)  # type: ignore[arg-type]
         return
     printer = None if json_out else _render
