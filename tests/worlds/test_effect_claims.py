@@ -166,3 +166,11 @@ def test_a_categorical_control_is_held_fixed_label_by_label(promo_world: Path) -
     wide = reconciled_table(promo_world, "orders")
     got = evaluate(contract(c_data), contract(c_data).phenomena[0].recipe, wide)
     assert abs(got - expected) < 1e-9 and expected > 0.5
+
+
+def test_a_condition_on_columns_the_target_rows_do_not_carry_is_refused() -> None:
+    bad = promo_data()
+    bad["claims"] = [{**LOW_STOCK, "when": [{"column": "period", "op": ">=", "value": "2024-01-01"}]}]
+    errors = [p for p in validate_contract(contract(bad)) if p.severity == "error"]
+    assert [p.path for p in errors] == ["claims[0](discount_only_when_low_stock).when"]
+    assert "'low_stock'" in errors[0].hint and "'date'" in errors[0].hint

@@ -36,10 +36,13 @@ def check_claims(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -> N
             p.add("claim_contradicted", path, f"the contract's own edges {direct} make {cl.source} move "
                   f"{cl.target}", "drop the claim or the edge")
         if cl.kind == "conditional":
-            cols = set(nodes) | {e.key for e in c.entities if e.key} | {"date", "period"}
+            chain = (tgt.entity, *c.ancestors(tgt.entity))
+            time = c.entity(tgt.entity).time_column
+            cols = {n for n, x in nodes.items() if x.entity in chain} | {c.entity(e).key for e in chain} | {time}
             bad = [w.column for w in cl.when if w.column not in cols]
             if bad:
-                p.add("unknown_variable", f"{path}.when", f"condition columns {bad} do not exist")
+                p.add("unknown_variable", f"{path}.when", f"condition columns {bad} are not on the rows of "
+                      f"{cl.target} ({tgt.entity}) or their parents", f"use one of {sorted(x for x in cols if x)}")
             if cl.effect == 0:
                 p.add("impossible_param", f"{path}.effect", "a conditional effect of 0 is a no-effect claim",
                       "use kind 'no_effect'")
