@@ -57,7 +57,9 @@ def set_global_options(config_file: str | None, sets: list[str], provider: str |
 
 def fail(message: str, code: int = EXIT_FAILED) -> None:
     """One clear line on stderr, then exit. Never a traceback for an expected failure."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    from rich.markup import escape  # a message may hold brackets ("[error] path: ..."); print them as text
+
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

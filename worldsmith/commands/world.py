@@ -30,7 +30,8 @@ def new(out: Annotated[Optional[Path], typer.Argument(help="Folder to create the
         topic: Annotated[Optional[str], typer.Option(help="What the world and its tasks are about, e.g. 'churn'.")] = None,
         seed: Annotated[Optional[int], typer.Option(help="Seed: same contract + seed → byte-identical files.")] = None,
         rows: Annotated[Optional[int], typer.Option(help="Canonical rows of the main entity.")] = None,
-        contract: Annotated[str, typer.Option(help="'template' (engine only) or 'llm' (LLM adapts the template, validated).")] = "template",
+        contract: Annotated[str, typer.Option(help="'template' (engine only), 'llm' (LLM adapts the template, "
+                                              "validated) or a contract FILE of your own (.json, .yaml, .yml).")] = "template",
         tasks: Annotated[bool, typer.Option("--tasks/--no-tasks", help="Also write tasks into OUT/tasks.")] = False,
         max_tasks: Annotated[Optional[int], typer.Option(help="Most tasks to write with --tasks (default 10).")] = None,
         overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a different or altered world in OUT "
@@ -46,10 +47,14 @@ def new(out: Annotated[Optional[Path], typer.Argument(help="Folder to create the
     from worldsmith.evolution.worlds.problems import ContractError
     from worldsmith.llm import LLMError
 
-    if contract not in ("template", "llm"):
-        fail("--contract must be 'template' or 'llm'", code=EXIT_USAGE)
     if (out is None) == (resume is None):
         fail("give the world folder OUT, or --resume RUN_DIR (not both)", code=EXIT_USAGE)
+    if contract not in ("template", "llm"):
+        if domain or topic or resume is not None:
+            fail("--contract FILE sets the domain itself and builds in one step; leave out --domain, --topic and "
+                 "--resume", code=EXIT_USAGE)
+        _new_from_file(Path(contract), out, seed, rows, overwrite, tasks, max_tasks, json_out)  # type: ignore[arg-type]
+        return
     printer = None if json_out else _render
 
     async def go() -> tuple[Any, dict]:
@@ -73,6 +78,41 @@ def new(out: Annotated[Optional[Path], typer.Argument(help="Folder to create the
                       f"{len(w.get('recoverable', []))}; report: {run.path / 'report.md'}")
 
 
+def _new_from_file(path: Path, out: Path, seed: int | None, rows: int | None, overwrite: bool, tasks: bool,
+                   max_tasks: int | None, json_out: bool) -> None:
+    """`world new OUT --contract FILE`: a user-written contract, validated (every problem with its field path),
+    built as written (its own row counts unless --rows) and audited; tasks as `world tasks` writes them."""
+    from worldsmith.core.store import ArtifactError
+    from worldsmith.evolution.worlds.contract_file import read_contract_file
+    from worldsmith.evolution.worlds.problems import ContractError
+    from worldsmith.evolution.worlds.world import build_world
+    from worldsmith.graphs.world_ops import audit_line
+
+    with friendly_errors(ContractError, ValueError, OSError, ArtifactError):
+        c, warnings = read_contract_file(path)
+        result = build_world(c, seed or 0, out, rows, produced_by=f"user:{path.name}", overwrite=overwrite)
+    written: list[str] = []
+    if tasks:
+        from worldsmith.app.world import world_tasks_run
+        from worldsmith.llm import LLMError
+
+        with friendly_errors(LLMError, ValueError, OSError, ArtifactError):
+            _, written, _ = asyncio.run(world_tasks_run(runtime(), out, out / "tasks", max_tasks=max_tasks or 10,
+                                                        seed=seed or 0, on_event=None if json_out else _render))
+    if json_out:
+        emit_json({"world": result.model_dump(mode="json"), "contract_file": str(path),
+                   "warnings": [str(w) for w in warnings], "tasks": written})
+        return
+    from rich.markup import escape
+
+    for w in warnings:
+        console.print(f"[yellow]{escape(str(w))}[/]", highlight=False)
+    reused = " (identical world already in place, not rebuilt)" if result.skipped else ""
+    audit = audit_line(result.audit_summary) if result.audit_summary else "audit: not run"
+    console.print(f"[green]world {result.world_id}[/] from {path}{reused} — {audit}; recoverable phenomena: "
+                  f"{len(result.recoverable)}" + (f"; {len(written)} task(s) in {out / 'tasks'}" if tasks else ""))
+
+
 @app.command("audit")
 def audit(world: Annotated[Path, typer.Argument(help="World folder.")],
           json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
@@ -91,7 +131,7 @@ def audit(world: Annotated[Path, typer.Argument(help="World folder.")],
         from rich.table import Table
 
         table = Table("kind", "id", "status", "observed", "expected", "reason", title=f"audit of {world}")
-        for r in report.edges + report.invariants + report.phenomena:
+        for r in report.edges + report.invariants + report.phenomena + report.claims:
             colour = {"pass": "green", "fail": "red", "skip": "yellow"}[r.status]
             table.add_row(r.kind, r.id, f"[{colour}]{r.status}[/]", _fmt(r.observed), _fmt(r.expected), r.reason[:60])
         console.print(table)

@@ -13,12 +13,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, PlainSerializer
 
-Quantity = Literal["mean", "share", "difference", "slope", "correlation", "lagged_correlation", "count", "top_group"]
+Quantity = Literal["mean", "share", "difference", "slope", "correlation", "lagged_correlation", "count", "top_group",
+                   "partial_correlation"]
 Scale = Literal["fraction", "percent", "percentage_points", "relative_change", "currency", "unit", "count",
                 "coefficient", "label"]
 #: a date that dumps as ISO text in every mode: task packages write answer specs with plain `json.dumps`
 IsoDate = Annotated[dt.date, PlainSerializer(lambda d: d.isoformat(), return_type=str, when_used="always")]
-DATA_SUFFIXES = (".csv", ".csv.gz", ".xlsx", ".parquet", ".jsonl", ".json", ".sqlite", ".db", ".tsv")
+DATA_SUFFIXES = (".csv", ".csv.gz", ".xlsx", ".parquet", ".jsonl", ".json", ".sqlite", ".db", ".tsv",
+                 ".txt")  # .txt: free-text logs (documents are .md)
 _OPS = {"==": "is", "!=": "is not", ">": "is above", ">=": "is at least", "<": "is below", "<=": "is at most",
         "in": "is one of"}
 _SCALE_WORDS = {"fraction": "a fraction between 0 and 1", "percent": "percent (0-100)",
@@ -99,6 +101,7 @@ class AnswerFacets(BaseModel):
     aggregation: str
     comparison: Comparison | None = None
     lag: str | None = Field(None, description="how x is lagged against y (lagged correlations)")
+    controls: list[Measure] = Field(default_factory=list, description="variables held fixed (partial correlations)")
     scale: Scale
     unit_label: str | None = None
     factor: float = 1.0
@@ -160,6 +163,10 @@ def facet_lines(facets: AnswerFacets) -> list[str]:
         xf = ", ".join(f"`{f}`" for f in facets.x.files)
         lines.append(f"- Against: `{facets.x.variable}`" + (f" ({facets.x.description})" if facets.x.description
                      else "") + (f", in {facets.x.unit}" if facets.x.unit else "") + f"; recorded in {xf}.")
+    if facets.controls:
+        lines.append("- Held fixed (controls): " + "; ".join(
+            f"`{m.variable}`" + (f" ({m.description})" if m.description else "") + " in "
+            + ", ".join(f"`{f}`" for f in m.files) for m in facets.controls) + ".")
     if facets.other_columns:
         lines.append("- Other columns used: " + "; ".join(
             f"`{col}` in " + ", ".join(f"`{f}`" for f in files) for col, files in facets.other_columns.items()) + ".")
@@ -198,7 +205,7 @@ def lint_answer_spec(facets: AnswerFacets, data_files: Collection[str] | None = 
     """The facets a spec leaves open (empty when it admits one reading); `data_files`: the files a task ships."""
     out: list[str] = []
     where = f"answer spec {facets.name!r}"
-    for label, m in (("measure", facets.measure), ("x", facets.x)):
+    for label, m in (("measure", facets.measure), ("x", facets.x), *(("control", m) for m in facets.controls)):
         if m is None:
             continue
         if not m.variable:
@@ -213,7 +220,9 @@ def lint_answer_spec(facets: AnswerFacets, data_files: Collection[str] | None = 
     for col, files in facets.other_columns.items():
         if not files:
             out.append(f"{where}: column `{col}` is recorded in no named file")
-    if facets.quantity in ("slope", "correlation", "lagged_correlation") and facets.x is None:
+    if facets.quantity == "partial_correlation" and not facets.controls:
+        out.append(f"{where}: a partial correlation must name the variables it holds fixed")
+    if facets.quantity in ("slope", "correlation", "lagged_correlation", "partial_correlation") and facets.x is None:
         out.append(f"{where}: a {facets.quantity} needs the other variable (x)")
     if facets.quantity == "lagged_correlation" and not facets.lag:
         out.append(f"{where}: a lagged correlation must say how x is lagged")

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from worldsmith.core.world_contract_claims import Claim
 from worldsmith.core.world_contract_types import (SOURCELESS, Defect, Distribution, Heterogeneity, Invariant, Mechanism,
                                                   Noise, Recipe, Tolerance)
 
@@ -44,7 +45,7 @@ class Domain(str, Enum):
 
 
 VariableKind = Literal["numeric", "binary", "categorical", "count", "text"]
-FileFormat = Literal["csv", "xlsx", "json", "jsonl", "parquet", "sqlite", "csv.gz"]
+FileFormat = Literal["csv", "xlsx", "json", "jsonl", "parquet", "sqlite", "csv.gz", "txt"]  # txt: a free-text log
 IdStyle = Literal["canonical", "lower_nopad", "alias_underscore", "nodash"]
 GRAIN_FREQ = {"day": "D", "week": "W-MON", "month": "MS"}
 
@@ -184,7 +185,8 @@ class ObservationSystem(_Strict):
     variables: list[str]
     format: FileFormat = "csv"
     file: str | None = Field(default=None, description="file stem; default = system name")
-    partition: Literal["none", "year"] = Field(default="none", description="year: one file/sheet/table per year")
+    partition: Literal["none", "year", "quarter"] = Field(default="none", description="year: one file/sheet/table "
+                                                          "per year (stem_2024); quarter: one per quarter (stem_2024Q1)")
     id_style: IdStyle = "canonical"
     date_format: str = "%Y-%m-%d"
     dictionary: bool = Field(default=True, description="False: the system is missing from data_dictionary.md")
@@ -235,6 +237,7 @@ class WorldContract(_Strict):
     invariants: list[Invariant] = Field(default_factory=list)
     systems: list[ObservationSystem] = Field(default_factory=list)
     phenomena: list[Phenomenon] = Field(default_factory=list)
+    claims: list[Claim] = Field(default_factory=list, description="no-effect and conditional effect claims")
     description: str = ""
 
     @model_validator(mode="after")

@@ -185,6 +185,8 @@ class Delay(_Strict):
     days: int = 0
     jitter_days: int = 0
     rate: float = 1.0
+    memo: bool = Field(default=True, description="False: undocumented (no memo sentence); solvers must find it in "
+                       "the data, the auditor knows it from the contract")
 
 
 class Duplicates(_Strict):
@@ -193,6 +195,8 @@ class Duplicates(_Strict):
     type: Literal["duplicates"] = "duplicates"
     rate: float
     near: bool = False
+    memo: bool = Field(default=True, description="False: undocumented (no memo sentence); solvers must find it in "
+                       "the data, the auditor knows it from the contract")
 
 
 class UnitDrift(_Strict):
@@ -204,6 +208,8 @@ class UnitDrift(_Strict):
     factor: float
     from_unit: str
     to_unit: str
+    memo: bool = Field(default=True, description="False: undocumented (no memo sentence); solvers must find it in "
+                       "the data, the auditor knows it from the contract")
 
 
 class Recode(_Strict):
@@ -213,6 +219,8 @@ class Recode(_Strict):
     variable: str
     mapping: dict[str, str]
     since: dt.date | None = None
+    memo: bool = Field(default=True, description="False: undocumented (no memo sentence); solvers must find it in "
+                       "the data, the auditor knows it from the contract")
 
 
 class Rename(_Strict):
@@ -222,6 +230,8 @@ class Rename(_Strict):
     column: str
     new_name: str
     from_partition: int = 0
+    memo: bool = Field(default=True, description="False: undocumented (no memo sentence); solvers must find it in "
+                       "the data, the auditor knows it from the contract")
 
 
 class SplitColumn(_Strict):
@@ -230,6 +240,8 @@ class SplitColumn(_Strict):
     type: Literal["split_column"] = "split_column"
     column: str
     into: tuple[str, str] = ("first_name", "last_name")
+    memo: bool = Field(default=True, description="False: undocumented (no memo sentence); solvers must find it in "
+                       "the data, the auditor knows it from the contract")
 
 
 class UnlabeledForeignKey(_Strict):
@@ -240,12 +252,25 @@ class UnlabeledForeignKey(_Strict):
     new_name: str
 
 
+class Cancellations(_Strict):
+    """Cancelled records never reach the export: `rate` of rows are dropped, at random or (with `depends_on`) more
+    often the higher that column. The world's truth is the population the exports keep, so every expected value
+    is what the observed files give."""
+
+    type: Literal["cancellations"] = "cancellations"
+    rate: float
+    depends_on: str | None = None
+    memo: bool = Field(default=True, description="False: undocumented (no memo sentence); solvers must find it in "
+                       "the data, the auditor knows it from the contract")
+
+
 Defect = Annotated[
-    Union[Missing, Delay, Duplicates, UnitDrift, Recode, Rename, SplitColumn, UnlabeledForeignKey],
+    Union[Missing, Delay, Duplicates, UnitDrift, Recode, Rename, SplitColumn, UnlabeledForeignKey, Cancellations],
     Field(discriminator="type"),
 ]
 DEFECT_TYPES = ("missing", "delay", "duplicates", "unit_drift", "recode", "rename", "split_column", "unlabeled_fk",
-                "id_spelling", "date_format", "no_dictionary")
+                "cancellations", "id_spelling", "date_format", "no_dictionary")
+UNDOCUMENTABLE = ("delay", "duplicates", "unit_drift", "recode", "rename", "split_column", "cancellations")
 
 
 # ----------------------------------------------------------------------------- invariants
@@ -368,6 +393,17 @@ class LaggedCorrRecipe(_Recipe):
     lag: int = 1
 
 
+class PartialCorrRecipe(_Recipe):
+    """Controlled comparison: Pearson correlation of the residuals of x and of y after an OLS regression (with
+    intercept) of each on `controls` (a categorical control enters as 0/1 columns, its first label dropped), over
+    rows where x, y and every control are recorded: the x-y association holding the controls fixed."""
+
+    op: Literal["partial_corr"] = "partial_corr"
+    x: str
+    y: str
+    controls: list[str] = Field(min_length=1)
+
+
 class DistinctCountRecipe(_Recipe):
     """Number of distinct entity ids (after `where`)."""
 
@@ -385,7 +421,7 @@ class TopGroupRecipe(_Recipe):
 
 Recipe = Annotated[
     Union[MeanRecipe, GroupMeanRecipe, MeanDiffRecipe, ShareRecipe, SlopeRecipe, CorrRecipe, PrePostRecipe,
-          LaggedCorrRecipe, DistinctCountRecipe, TopGroupRecipe],
+          LaggedCorrRecipe, DistinctCountRecipe, TopGroupRecipe, PartialCorrRecipe],
     Field(discriminator="op"),
 ]
 

@@ -106,7 +106,7 @@ class WriteContract(RowOperator):
                 "contract_errors": out.errors or []}
 
 
-PLURAL = {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena"}
+PLURAL = {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena", "claim": "claims"}
 
 
 def audit_line(summary: dict[str, dict[str, int]]) -> str:

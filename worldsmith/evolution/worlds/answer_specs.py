@@ -141,6 +141,17 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
                             aggregation=f"mean of `{r.variable}` over A's rows minus its mean over B's rows "
                                         f"(A and B split by `{col}` at {when.isoformat()}), blank values left out",
                             **_numeric_scale(c, r.variable, difference=True), **base)
+    if op == "partial_corr":
+        held = ", ".join(f"`{v}`" for v in r.controls)
+        labels = [v for v in r.controls if c.nodes()[v].kind == "categorical"]
+        dummies = (f" ({', '.join(f'`{v}`' for v in labels)} as one 0/1 column per label, its alphabetically first "
+                   "label left out)") if labels else ""
+        return AnswerFacets(quantity="partial_correlation", measure=_measure(c, plan, r.y), x=_measure(c, plan, r.x),
+                            controls=[_measure(c, plan, v) for v in r.controls], scale="coefficient",
+                            aggregation=f"partial correlation of `{r.x}` and `{r.y}` holding {held} fixed: regress "
+                                        f"`{r.x}` and `{r.y}` each on {held} by ordinary least squares with an "
+                                        f"intercept{dummies}, then take the Pearson correlation of the two "
+                                        "residuals, over rows where all of these are recorded", **base)
     if op == "lagged_corr":
         parent = c.entity(ent.parent)  # type: ignore[arg-type]
         lag = (f"pair `{r.x}` of period t-{r.lag} with `{r.y}` of period t within the same `{parent.key}`, periods "

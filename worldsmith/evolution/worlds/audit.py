@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from .artifacts import AUDIT, CONTRACT, PHENOMENA, WORLD_MD, PhenomenonTruth, write_json, write_text
 from .audit_checks import check_invariant, check_phenomenon, clipping_notes
 from .audit_edges import CheckResult, audit_edges
+from .audit_effects import audit_claims
 from .integrity import record_auditor_files, require_intact_world
 from worldsmith.core.world_contract import WorldContract
 from .recipes import evaluate
@@ -30,17 +31,20 @@ class AuditReport(BaseModel):
     edges: list[CheckResult] = Field(default_factory=list)
     invariants: list[CheckResult] = Field(default_factory=list)
     phenomena: list[CheckResult] = Field(default_factory=list)
+    claims: list[CheckResult] = Field(default_factory=list)  # no-effect and conditional claims (audit_effects)
     reconciliation: list[str] = Field(default_factory=list)
     issues: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)  # e.g. values clipped at a bound; not failures
 
     def counts(self, kind: str) -> dict[str, int]:
-        items = getattr(self, {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena"}[kind])
+        items = getattr(self, {"edge": "edges", "invariant": "invariants", "phenomenon": "phenomena",
+                               "claim": "claims"}[kind])
         return {s: sum(1 for r in items if r.status == s) for s in ("pass", "fail", "skip")}
 
     @property
     def summary(self) -> dict[str, dict[str, int]]:
-        return {k: self.counts(k) for k in ("edge", "invariant", "phenomenon")}
+        kinds = ("edge", "invariant", "phenomenon", *(("claim",) if self.claims else ()))
+        return {k: self.counts(k) for k in kinds}
 
     @property
     def passed(self) -> bool:
@@ -48,11 +52,11 @@ class AuditReport(BaseModel):
 
         A skip (an edge or invariant whose columns no system observes) is not a failure; validation warns about
         such claims when the contract is written."""
-        judged = self.edges + self.invariants + self.phenomena
+        judged = self.edges + self.invariants + self.phenomena + self.claims
         return all(r.status != "fail" for r in judged) and any(r.passed for r in judged)
 
     def failures(self) -> list[CheckResult]:
-        return [r for r in self.edges + self.invariants + self.phenomena if r.status == "fail"]
+        return [r for r in self.edges + self.invariants + self.phenomena + self.claims if r.status == "fail"]
 
 
 def load_contract(world_dir: Path) -> WorldContract:
@@ -98,6 +102,7 @@ def audit_world(world_dir: str | Path, write: bool = True, verify: bool = True) 
     report.invariants = [check_invariant(c, inv, rec) for inv in c.invariants]
     by_edge = {r.id: r for r in report.edges}
     report.phenomena = [check_phenomenon(c, p.id, rec, truth[p.id].value, by_edge) for p in c.phenomena]
+    report.claims = audit_claims(c, rec)
     report.reconciliation = _reconciliation_log(c, rec)
     report.issues = list(rec.plan.issues)
     report.warnings = clipping_notes(c, rec)

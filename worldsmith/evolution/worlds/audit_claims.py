@@ -24,7 +24,7 @@ _MAGNITUDES = {"linear": ("coef",), "logistic": ("coef",), "multiplicative": ("c
 
 def _reflects(e: Edge, recipe: Any) -> bool:
     op = recipe.op
-    if op in ("slope", "corr"):
+    if op in ("slope", "corr", "partial_corr"):
         return e.target == recipe.y and recipe.x in e.sources
     if op == "lagged_corr":
         return e.target == recipe.y and recipe.x in e.sources and e.mechanism.type == "lag"

@@ -32,7 +32,7 @@ MIN_ROWS_PER_TERM = 10
 
 
 class CheckResult(BaseModel):
-    kind: Literal["edge", "invariant", "phenomenon"]
+    kind: Literal["edge", "invariant", "phenomenon", "claim"]
     id: str
     status: Literal["pass", "fail", "skip"]
     observed: Any = None

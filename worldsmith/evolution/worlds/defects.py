@@ -93,7 +93,7 @@ def delay(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, LedgerEntry
     extra = d.days + (ctx.rng.integers(0, d.jitter_days + 1, len(df)) if d.jitter_days else 0)
     shift = np.where(rows, extra, 0)
     df[col] = df[col] + pd.to_timedelta(shift, unit="D")
-    return df, _entry(ctx, "delay", d.model_dump(mode="json"), [col], shift > 0, before, df[col], d.days > 0,
+    return df, _entry(ctx, "delay", d.model_dump(mode="json"), [col], shift > 0, before, df[col], d.days > 0 and d.memo,
                       "recorded dates are posting dates, later than the real event")
 
 
@@ -104,7 +104,7 @@ def unit_drift(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, Ledger
     vals = df[d.variable].astype(float) * np.where(rows, d.factor, 1.0)
     dec = _decimals(ctx, d.variable)
     df[d.variable] = vals.round(dec) if dec is not None else vals
-    return df, _entry(ctx, "unit_drift", d.model_dump(mode="json"), [d.variable], rows, before, df[d.variable], True)
+    return df, _entry(ctx, "unit_drift", d.model_dump(mode="json"), [d.variable], rows, before, df[d.variable], d.memo)
 
 
 def recode(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, LedgerEntry]:
@@ -116,20 +116,24 @@ def recode(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, LedgerEntr
         rows = rows & (df[ctx.time_column] >= pd.Timestamp(d.since)).to_numpy()
     col[rows] = col[rows].map(d.mapping)
     df[d.variable] = col
-    return df, _entry(ctx, "recode", d.model_dump(mode="json"), [d.variable], rows, before, col, True)
+    return df, _entry(ctx, "recode", d.model_dump(mode="json"), [d.variable], rows, before, col, d.memo)
+
+
+def _chosen(df: pd.DataFrame, rate: float, depends_on: str | None, rng: np.random.Generator) -> np.ndarray:
+    """Rows hit by a defect: each with probability `rate`, or (depends_on) 2 * rate * its rank in that column."""
+    u = rng.random(len(df))
+    if depends_on is None:
+        return u < rate
+    dep = df[depends_on]
+    key = dep if pd.api.types.is_numeric_dtype(dep) else pd.Series(pd.factorize(dep, sort=True)[0])
+    p = 2 * rate * pd.Series(np.asarray(key)).rank(pct=True, method="first").to_numpy()
+    return u < np.clip(p, 0, 1)
 
 
 def missing(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, LedgerEntry]:
     df = df.copy()
     before = df[d.variable].copy()
-    u = ctx.rng.random(len(df))
-    if d.mechanism == "mar":
-        dep = df[d.depends_on]
-        key = dep if pd.api.types.is_numeric_dtype(dep) else pd.Series(pd.factorize(dep, sort=True)[0])
-        p = 2 * d.rate * pd.Series(np.asarray(key)).rank(pct=True, method="first").to_numpy()
-        rows = u < np.clip(p, 0, 1)
-    else:
-        rows = u < d.rate
+    rows = _chosen(df, d.rate, d.depends_on if d.mechanism == "mar" else None, ctx.rng)
     kind = ctx.contract.node(d.variable).kind if d.variable in ctx.contract.nodes() else "text"
     col = df[d.variable]
     if kind in ("binary", "count"):
@@ -138,6 +142,15 @@ def missing(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, LedgerEnt
         col = col.astype(object)
     df[d.variable] = col.where(~rows, None if kind in ("binary", "count") else np.nan)
     return df, _entry(ctx, "missing", d.model_dump(mode="json"), [d.variable], rows, before, df[d.variable], False)
+
+
+def cancellations(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, LedgerEntry, np.ndarray]:
+    """Drop cancelled rows; also returns the kept-row mask over the input (the truth's population)."""
+    rows = _chosen(df, d.rate, d.depends_on, ctx.rng)
+    key = ctx.keys[0]
+    entry = _entry(ctx, "cancellations", d.model_dump(mode="json"), ctx.keys, rows, df[key], None, d.memo,
+                   "cancelled records are not in the export; truth and expected values use the kept records")
+    return df[~rows].reset_index(drop=True), entry, ~rows
 
 
 def duplicates(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, LedgerEntry]:
@@ -162,7 +175,7 @@ def duplicates(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, Ledger
     rows = is_dup
     prev = pd.Series(np.roll(out[changed[0]].to_numpy(), 1)) if changed else None
     return out, _entry(ctx, "duplicates", {**d.model_dump(mode="json"), "changed_columns": changed}, ctx.keys, rows,
-                       prev, out[changed[0]] if changed else None, True)
+                       prev, out[changed[0]] if changed else None, d.memo)
 
 
 def spell_ids(values: pd.Series, style: str, prefix: str, alias: str) -> pd.Series:
@@ -199,4 +212,4 @@ def split_column(df: pd.DataFrame, d: Any, ctx: Ctx) -> tuple[pd.DataFrame, Ledg
     df.insert(pos, d.into[0], parts[0].astype(object))
     rows = before.notna().to_numpy()
     return df, _entry(ctx, "split_column", d.model_dump(mode="json"), [d.column, *d.into], rows, before,
-                      df[d.into[0]], True)
+                      df[d.into[0]], d.memo)

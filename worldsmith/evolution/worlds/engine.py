@@ -102,11 +102,17 @@ class CanonicalState:
                     cols[c] = column(np.asarray(v.to_numpy())[idx])
         return pd.DataFrame(cols)
 
-    def phenomenon_values(self) -> dict[str, float | str]:
+    def phenomenon_values(self, kept: dict[str, np.ndarray] | None = None) -> dict[str, float | str]:
+        """Every phenomenon's value; `kept` (entity -> rows the exports keep, see `observe.kept_rows`) restricts an
+        entity to the records that were not cancelled, the population every expected value is about."""
         out: dict[str, float | str] = {}
         for p in self.contract.phenomena:
             need = [*recipe_columns(p.recipe), *where_columns(p.recipe), *self._keys()]
-            out[p.id] = evaluate(self.contract, p.recipe, self.wide(recipe_entity(self.contract, p.recipe), need))
+            entity = recipe_entity(self.contract, p.recipe)
+            wide = self.wide(entity, need)
+            if kept and entity in kept:
+                wide = wide[kept[entity]].reset_index(drop=True)
+            out[p.id] = evaluate(self.contract, p.recipe, wide)
         return out
 
     def _keys(self) -> list[str]:

@@ -24,6 +24,8 @@ def read_table(path, fmt, part=None):
         return pd.read_csv(path, keep_default_na=False, na_values=[""])
     if fmt == "parquet":
         return pd.read_parquet(path)
+    if fmt == "txt":
+        return read_log(path)
     if fmt == "jsonl":
         return pd.read_json(path, lines=True, dtype=False)
     if fmt == "json":
@@ -34,6 +36,29 @@ def read_table(path, fmt, part=None):
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
             return pd.read_sql_query(f'SELECT * FROM "{part}"', con)
     raise ValueError(f"{path}: unsupported format {fmt!r}")
+
+
+def read_log(path):
+    """A free-text log, one record a line: `[date 2024-01-03] shop: order_id=O-00012 amount=40.5 note="a b"`.
+
+    The optional bracket names the time column and holds its value; `key=value` pairs follow the source name (text
+    in double quotes may hold spaces; a blank value is left out of its line). Values come back as text."""
+    line_re = re.compile(r"^(?:\[(?P<tcol>[^\s\]]+) (?P<time>[^\]]*)\] )?(?P<source>[^\s:]+):(?P<pairs>.*)$")
+    pair_re = re.compile(r'([^\s=]+)=("(?:[^"\\]|\\.)*"|\S*)')
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            m = line_re.match(line)
+            if m is None:
+                raise ValueError(f"{path}: line {number} is not a log record: {line[:80]!r}")
+            row = {m.group("tcol"): m.group("time")} if m.group("tcol") else {}
+            for key, value in pair_re.findall(m.group("pairs")):
+                row[key] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value.startswith('"') else value
+            rows.append(row)
+    return pd.DataFrame(rows, dtype=object)
 
 
 def xlsx_column_index(ref):
@@ -290,6 +315,27 @@ def op_lagged_corr(df, x, y, unit_column, time_column, lag):
     prev = d[[unit_column, "_t", x]].assign(_t=d["_t"] + lag).rename(columns={x: "_lagged"})
     m = d[[unit_column, "_t", y]].merge(prev, on=[unit_column, "_t"], how="inner").dropna()
     return float(np.corrcoef(m["_lagged"].astype(float), m[y].astype(float))[0, 1])
+
+
+def op_partial_corr(df, x, y, controls):
+    """Correlation of x and y with the controls' linear effects removed from both (residuals of OLS with an
+    intercept; a non-numeric control becomes 0/1 columns, first label dropped); rows missing any column left out."""
+    d = df[[x, y, *controls]].dropna()
+    design = [np.ones((len(d), 1))]
+    for c in controls:
+        col = d[c]
+        if pd.api.types.is_numeric_dtype(col) and not isinstance(col.dtype, pd.CategoricalDtype):
+            design.append(col.to_numpy(dtype=float)[:, None])
+        else:
+            design.append(pd.get_dummies(col.astype(str), drop_first=True).to_numpy(dtype=float))
+    z = np.hstack(design)
+
+    def residual(v):
+        beta = np.linalg.lstsq(z, v, rcond=None)[0]
+        return v - z @ beta
+
+    rx, ry = residual(d[x].to_numpy(dtype=float)), residual(d[y].to_numpy(dtype=float))
+    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def op_distinct_count(df, key):

@@ -91,13 +91,15 @@ def _sentence(e: LedgerEntry, s: ObservationSystem, c: WorldContract) -> str | N
         if p["from_partition"] == 0:
             return f"The column `{p['new_name']}` holds `{p['column']}`."
         year = c.timeline.start.year + p["from_partition"]
-        word = _PART_WORD.get(s.format, "file")
+        word = _PART_WORD.get(s.format, "files" if s.partition == "quarter" else "file")
         return f"From the {year} {word} onward, `{p['column']}` is called `{p['new_name']}`."
     if e.defect == "duplicates":
         keys = " + ".join(f"`{k}`" for k in e.columns)
         return f"The export can repeat a record; when the same {keys} appears more than once, the first row counts."
     if e.defect == "split_column":
         return f"Names are given in two columns, `{p['into'][0]}` and `{p['into'][1]}`."
+    if e.defect == "cancellations":
+        return "Cancelled records are not in this export: it holds completed records only."
     return None
 
 
@@ -132,7 +134,7 @@ _RE = {
     "recode_all": re.compile(r"This export labels `([^`]+)` its own way: (.*)\.$"),
     "label": re.compile(r'"([^"]*)" means "([^"]*)"'),
     "rename_all": re.compile(r"The column `([^`]+)` holds `([^`]+)`\."),
-    "rename_from": re.compile(r"From the (\d{4}) (?:file|sheet|table) onward, `([^`]+)` is called `([^`]+)`\."),
+    "rename_from": re.compile(r"From the (\d{4}) (?:files?|sheet|table) onward, `([^`]+)` is called `([^`]+)`\."),
     "split": re.compile(r"Names are given in two columns, `([^`]+)` and `([^`]+)`\."),
     "event": re.compile(r"^- (\d{4}-\d{2}-\d{2}): \*\*([^*]+)\*\*"),
 }
@@ -166,6 +168,27 @@ def parse_memo(text: str) -> list[Note]:
         elif m := _RE["split"].match(line):
             out.append(SplitNote(m.group(1), m.group(2)))
     return out
+
+
+def undocumented_notes(s: ObservationSystem, c: WorldContract) -> list[Note]:
+    """What a memo would have said about the system's undocumented defects (`memo: false`): the auditor knows them
+    from the contract, a solver has to find them in the data."""
+    out: list[Note] = []
+    for d in s.defects:
+        if getattr(d, "memo", True):
+            continue
+        if d.type == "unit_drift":
+            out.append(UnitNote(d.variable, d.since, d.factor, d.from_unit, d.to_unit))
+        elif d.type == "recode":
+            out.append(RecodeNote(d.variable, d.since, {new: old for old, new in d.mapping.items()}))
+        elif d.type == "rename":
+            out.append(RenameNote(old=d.column, new=d.new_name,
+                                  from_year=c.timeline.start.year + d.from_partition if d.from_partition else None))
+        elif d.type == "delay" and d.days:
+            out.append(DelayNote(d.days))
+        elif d.type == "split_column":
+            out.append(SplitNote(d.into[0], d.into[1]))
+    return out  # duplicates are removed and cancellations need nothing undone, memo or not
 
 
 def memo_system(text: str) -> str | None:

@@ -1,8 +1,8 @@
 """Observation projection: canonical state -> what each system exports (tables + ledger).
 
 Per system the canonical rows pass through a fixed sequence of stages: rounding, sabotage (test
-hook), posting delays, unit drift, relabelling, missing values, duplicates, id spelling, date
-formatting, split columns, year partitions and column renames. Each stage that changes something
+hook), cancellations (rows dropped), posting delays, unit drift, relabelling, missing values, duplicates, id spelling, date
+formatting, split columns, year or quarter partitions and column renames. Each stage that changes something
 appends a LedgerEntry. Stage order matters and is part of the contract's meaning: unit changes and
 relabelling apply by *recorded* date, as they would in a real system.
 """
@@ -25,7 +25,7 @@ _STAGE = {"delay": 0, "unit_drift": 1, "recode": 2, "missing": 3, "duplicates": 
 
 @dataclass
 class ObservedPart:
-    label: str | None  # year of a partition, None when the system is not partitioned
+    label: str | None  # year ("2024") or quarter ("2024Q1") of a partition, None when the system is not partitioned
     frame: pd.DataFrame
 
 
@@ -34,6 +34,7 @@ class ObservedSystem:
     system: ObservationSystem
     parts: list[ObservedPart]
     entries: list[LedgerEntry] = field(default_factory=list)
+    kept: np.ndarray | None = None  # canonical rows the export keeps (None: all; cancellations drop some)
 
 
 def system_keys(c: WorldContract, s: ObservationSystem) -> tuple[list[str], dict[str, tuple[str, str]]]:
@@ -90,6 +91,12 @@ def project_system(state: CanonicalState, s: ObservationSystem,
         if sb.variable in df.columns:
             df, entry = D.sabotage(df, sb, ctx(f"sabotage:{sb.variable}"))
             entries.append(entry)
+    kept = None
+    for j, d in enumerate(s.defects):  # first: which records exist at all; every later stage sees only those
+        if d.type == "cancellations":
+            df, entry, keep = D.cancellations(df, d, ctx(f"{j}:cancellations"))
+            kept = keep if kept is None else _compose(kept, keep)
+            entries.append(entry)
     staged = sorted(((j, d) for j, d in enumerate(s.defects) if d.type in _STAGE),
                     key=lambda x: (_STAGE[x[1].type], x[0]))
     for j, d in staged:
@@ -99,6 +106,7 @@ def project_system(state: CanonicalState, s: ObservationSystem,
         df, entry = D.id_spelling(df, ctx("id_spelling"))
         entries.append(entry)
     years = df[e.time_column].dt.year.to_numpy() if e.time_column else None
+    quarters = df[e.time_column].dt.quarter.to_numpy() if e.time_column else None
     if e.time_column:
         before = df[e.time_column].copy()
         df[e.time_column] = _format_dates(df[e.time_column], s.date_format)
@@ -110,19 +118,41 @@ def project_system(state: CanonicalState, s: ObservationSystem,
         if d.type == "split_column":
             df, entry = D.split_column(df, d, ctx(f"{j}:split"))
             entries.append(entry)
-    parts = _partition(df, years, s, c)
+    parts = _partition(df, years, quarters, s)
     entries += _renames(parts, s, c)
     if not s.dictionary:
         entries.append(LedgerEntry(system=s.name, defect="no_dictionary",
                                    note="system left out of the data dictionary"))
-    return ObservedSystem(system=s, parts=parts, entries=entries)
+    return ObservedSystem(system=s, parts=parts, entries=entries, kept=kept)
 
 
-def _partition(df: pd.DataFrame, years: np.ndarray | None, s: ObservationSystem,
-               c: WorldContract) -> list[ObservedPart]:
-    if s.partition != "year" or years is None:
+def _compose(kept: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """A second cancellation stage's mask (over the rows the first kept) as a mask over the canonical rows."""
+    out = kept.copy()
+    out[np.flatnonzero(kept)[~keep]] = False
+    return out
+
+
+def kept_rows(systems: list[ObservedSystem], c: WorldContract) -> dict[str, np.ndarray]:
+    """Entity -> canonical rows present in at least one export (an entity only some systems cancel keeps its rows:
+    the others still record them)."""
+    out: dict[str, np.ndarray] = {}
+    for e in c.entities:
+        masks = [o.kept for o in systems if o.system.entity == e.name]
+        if masks and all(m is not None for m in masks):
+            out[e.name] = np.logical_or.reduce(masks)  # type: ignore[arg-type]
+    return out
+
+
+def _partition(df: pd.DataFrame, years: np.ndarray | None, quarters: np.ndarray | None,
+               s: ObservationSystem) -> list[ObservedPart]:
+    """Split by recorded year or quarter (partitions follow the dates the system wrote, delays included)."""
+    if s.partition == "none" or years is None or quarters is None:
         return [ObservedPart(None, df.reset_index(drop=True))]
-    return [ObservedPart(str(y), df[years == y].reset_index(drop=True)) for y in sorted(set(years.tolist()))]
+    if s.partition == "year":
+        return [ObservedPart(str(y), df[years == y].reset_index(drop=True)) for y in sorted(set(years.tolist()))]
+    keys = sorted(set(zip(years.tolist(), quarters.tolist())))
+    return [ObservedPart(f"{y}Q{q}", df[(years == y) & (quarters == q)].reset_index(drop=True)) for y, q in keys]
 
 
 def _renames(parts: list[ObservedPart], s: ObservationSystem, c: WorldContract) -> list[LedgerEntry]:
@@ -133,12 +163,12 @@ def _renames(parts: list[ObservedPart], s: ObservationSystem, c: WorldContract) 
         first = c.timeline.start.year + (d.from_partition if d.type == "rename" else 0)
         touched = 0
         for part in parts:
-            if part.label is None or int(part.label) >= first or d.type == "unlabeled_fk":
+            if part.label is None or int(part.label[:4]) >= first or d.type == "unlabeled_fk":
                 part.frame = part.frame.rename(columns={d.column: d.new_name})
                 touched += len(part.frame)
         entries.append(LedgerEntry(system=s.name, defect=d.type, params=d.model_dump(mode="json"),
                                    columns=[d.column, d.new_name], rows_affected=touched, example_before=d.column,
-                                   example_after=d.new_name, documented=d.type == "rename"))
+                                   example_after=d.new_name, documented=d.type == "rename" and d.memo))
     return entries
 
 

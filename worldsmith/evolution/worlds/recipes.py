@@ -22,7 +22,7 @@ TIME_COLUMNS = ("date", "period")
 def recipe_columns(recipe: Recipe) -> list[str]:
     """Variables a recipe reads (excluding `where` columns)."""
     names = [getattr(recipe, f) for f in ("variable", "by", "x", "y") if getattr(recipe, f, None)]
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys([*names, *getattr(recipe, "controls", [])]))
 
 
 def where_columns(recipe: Recipe) -> list[str]:
@@ -82,6 +82,8 @@ def recipe_call(contract: WorldContract, recipe: Recipe) -> tuple[str, dict[str,
         parent = contract.entity(ent.parent)  # type: ignore[arg-type]
         return "op_lagged_corr", {"x": r.x, "y": r.y, "unit_column": parent.key, "time_column": "period",
                                   "lag": r.lag}
+    if r.op == "partial_corr":
+        return "op_partial_corr", {"x": r.x, "y": r.y, "controls": list(r.controls)}
     if r.op == "distinct_count":
         return "op_distinct_count", {"key": contract.entity(r.entity).key}
     if r.op == "top_group":

@@ -20,11 +20,12 @@ import pandas as pd
 from . import kernels as K
 from worldsmith.core.world_contract import ObservationSystem, WorldContract
 from .memos import (DateFormatNote, DelayNote, EventNote, Note, RecodeNote, RenameNote, SplitNote, UnitNote,
-                    memo_system, parse_memo)
+                    memo_system, parse_memo, undocumented_notes)
 from .observe import ISO, system_keys
 from .writers import EXT
 
 FK_MATCH = 0.9
+PART_SUFFIX = r"(?:_(\d{4})(?:Q[1-4])?)?"  # none, a year (_2024) or a quarter (_2024Q1); group 1 = the year
 
 
 @dataclass
@@ -38,7 +39,7 @@ class PartPlan:
     path: str  # relative to the world directory
     fmt: str
     part: str | None
-    year: int | None
+    year: int | None  # of a year or quarter partition (parts of one year stay in file/sheet order)
     steps: list[Step] = field(default_factory=list)  # renames / name joins per part
     columns: set[str] = field(default_factory=set)  # canonical columns available after the steps
 
@@ -100,13 +101,13 @@ def find_parts(world_dir: Path, s: ObservationSystem) -> list[PartPlan]:
             names = K.read_table(path, "sqlite", "sqlite_master")["name"].tolist()
         out = []
         for n in names:
-            m = re.fullmatch(re.escape(s.name) + r"(?:_(\d{4}))?", n)
+            m = re.fullmatch(re.escape(s.name) + PART_SUFFIX, n)
             if m:
                 out.append(PartPlan(f"data/{path.name}", s.format, n, int(m.group(1)) if m.group(1) else None))
         return sorted(out, key=lambda p: p.year or 0)
     out = []
     for path in sorted(data.iterdir()):
-        m = re.fullmatch(re.escape(s.stem) + r"(?:_(\d{4}))?\." + re.escape(ext), path.name)
+        m = re.fullmatch(re.escape(s.stem) + PART_SUFFIX + r"\." + re.escape(ext), path.name)
         if m:
             out.append(PartPlan(f"data/{path.name}", s.format, None, int(m.group(1)) if m.group(1) else None))
     return sorted(out, key=lambda p: p.year or 0)
@@ -226,6 +227,11 @@ def build_plan(world_dir: Path, c: WorldContract, cache: FrameCache | None = Non
             plan.issues.append(f"{s.name}: no files found for stem `{s.stem}` ({s.format})")
             continue
         notes = notes_by_system.get(s.name, [])
+        hidden = undocumented_notes(s, c)
+        if hidden:
+            plan.log.append(f"{s.name}: {len(hidden)} undocumented change(s) known from the contract, not a memo: "
+                            + ", ".join(type(n).__name__.removesuffix("Note").lower() for n in hidden))
+        notes = [*notes, *hidden]
         for part in parts:
             _plan_part(c, s, part, notes, expected, cache, plan)
         have = set().union(*(p.columns for p in parts))

@@ -25,6 +25,7 @@ _ONE_SOURCE = ("linear", "logistic", "multiplicative", "threshold", "saturating"
 def validate_contract(c: WorldContract) -> list[ContractProblem]:
     """Every semantic problem of a structurally valid contract (errors and warnings)."""
     from .validate_claims import check_clipping, check_observability, check_power
+    from .validate_effects import check_claims
     from .validate_io import check_invariants, check_phenomena, check_systems
 
     p = Problems()
@@ -35,6 +36,7 @@ def validate_contract(c: WorldContract) -> list[ContractProblem]:
                 ("events", lambda: _check_events_confounders(c, nodes, p)),
                 ("invariants", lambda: check_invariants(c, nodes, p)), ("systems", lambda: check_systems(c, nodes, p)),
                 ("phenomena", lambda: check_phenomena(c, nodes, p)),
+                ("claims", lambda: check_claims(c, nodes, p)),
                 ("observability", lambda: check_observability(c, p)),
                 ("bounds", lambda: check_clipping(c, nodes, p)), ("edges", lambda: check_power(c, nodes, p))]
     for where, run in sections:

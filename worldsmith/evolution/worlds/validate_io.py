@@ -98,8 +98,8 @@ def check_systems(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -> 
                 p.add("wrong_entity", f"{path}.variables", f"{v} belongs to {nodes[v].entity}, not {s.entity}",
                       f"record it in a system on {nodes[v].entity}")
         observed |= set(s.variables)
-        if s.partition == "year" and ent.time_column is None:
-            p.add("partition", f"{path}.partition", f"{s.entity} is undated and cannot be split by year",
+        if s.partition != "none" and ent.time_column is None:
+            p.add("partition", f"{path}.partition", f"{s.entity} is undated and cannot be split by {s.partition}",
                   "use partition 'none'")
         try:
             probe = dt.date(2024, 11, 23).strftime(s.date_format)
@@ -193,13 +193,35 @@ def _check_defect(c: WorldContract, s: ObservationSystem, ent: Any, cols: list[s
         p.add("rename", f"{path}.new_name", f"{d.new_name!r} collides with an existing column")
     if d.type == "rename" and d.from_partition > 0:
         years = c.timeline.end.year - c.timeline.start.year + 1
-        if s.partition != "year" or d.from_partition >= years:
-            p.add("rename", f"{path}.from_partition", f"partition {d.from_partition} does not exist "
-                  f"({years if s.partition == 'year' else 1} partition(s))", "use partition 'year' or 0")
+        if s.partition == "none" or d.from_partition >= years:  # counted in years, also for quarter files
+            p.add("rename", f"{path}.from_partition", f"year {d.from_partition} of the partitions does not exist "
+                  f"({years if s.partition != 'none' else 1} year(s))", "use partition 'year' or 'quarter', or 0")
     if d.type == "unlabeled_fk" and (ent.parent is None or d.column != c.entity(ent.parent).key):
         p.add("unlabeled_fk", path, f"{d.column} is not the foreign key of {ent.name}")
     if d.type == "split_column" and (nodes.get(d.column) is None or nodes[d.column].kind != "text"):
         p.add("split_column", path, f"{d.column} is not a text (person_name) column")
+    if d.type == "cancellations":
+        _check_cancellations(c, s, ent, cols, d, path, p)
+    if not getattr(d, "memo", True):
+        hidden = {"delay": "a posting delay leaves no trace in the data: solvers will use the posting dates",
+                  "duplicates": "repeated records are visible as repeated keys"}
+        p.warn("undocumented_defect", f"{path}.memo", f"{d.type} has no memo; "
+               + hidden.get(d.type, "solvers must discover it from the data (the audit knows it from the contract)"),
+               "keep it only if the data shows it; set memo: true to document it")
+
+
+def _check_cancellations(c: WorldContract, s: ObservationSystem, ent: Any, cols: list[str], d: Any, path: str,
+                         p: Problems) -> None:
+    if d.depends_on is not None and d.depends_on not in cols:
+        p.add("defect_column", f"{path}.depends_on", f"{d.depends_on!r} is not a column of system {s.name}",
+              f"columns: {cols}")
+    children = [e.name for e in c.entities if e.parent == ent.name]
+    if children:
+        p.add("cancellations", path, f"{ent.name} records are parents of {children}: their rows would point at "
+              "records missing from every export", "cancel rows of an entity nothing else belongs to")
+    if d.rate > 0.5:
+        p.warn("cancellations", f"{path}.rate", f"cancelling {d.rate:.0%} of {ent.name} is not a realistic defect",
+               "keep cancellation rates under 0.5")
 
 
 def check_phenomena(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -> None:
@@ -230,6 +252,11 @@ def check_phenomena(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -
             name = getattr(r, f, None)
             if name and nodes[name].kind in ("categorical", "text") and r.op not in ("share", "distinct_count"):
                 p.add("recipe_kind", f"{path}.recipe.{f}", f"{name} is {nodes[name].kind}; {r.op} needs numbers")
+        if r.op == "partial_corr":
+            bad = [v for v in r.controls if v in (r.x, r.y) or nodes[v].kind == "text"]
+            if bad:
+                p.add("recipe_kind", f"{path}.recipe.controls", f"{bad} cannot be held fixed (x, y or free text)",
+                      "control for other numeric, binary or categorical columns")
         if getattr(r, "by", None):
             by = nodes[r.by]
             if by.kind != "categorical":

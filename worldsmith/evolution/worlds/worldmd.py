@@ -97,12 +97,18 @@ def world_markdown(c: WorldContract, report: "AuditReport", truth: dict[str, "Ph
         lines.append(f"| `{r.id}` | {'yes' if r.passed else 'no'} | {val} | {obs} | {t.statement} |")
     lines += ["", "## Invariants", ""]
     lines += [f"- [{_MARK[r.status]}] `{r.id}`: {r.reason}" for r in report.invariants] or ["- none declared"]
+    if c.claims:
+        said = {x.id: x.statement for x in c.claims}
+        lines += ["", "## No-effect and conditional claims", ""]
+        lines += [f"- [{_MARK[r.status]}] `{r.id}`" + (f" ({said[r.id]})" if said.get(r.id) else "") + f": {r.reason}"
+                  for r in report.claims]
     s = report.summary
     lines += ["", "## Audit summary", "",
               f"- edges: {s['edge']['pass']} pass, {s['edge']['fail']} fail, {s['edge']['skip']} skipped",
               f"- invariants: {s['invariant']['pass']} pass, {s['invariant']['fail']} fail, "
               f"{s['invariant']['skip']} skipped",
               f"- phenomena: {s['phenomenon']['pass']} recoverable of {len(report.phenomena)}",
+              *([f"- claims: {s['claim']['pass']} hold, {s['claim']['fail']} fail"] if "claim" in s else []),
               "- verdict: every declared claim holds" if report.passed else
               f"- verdict: {len(report.failures())} declared claim(s) fail", ""]
     return "\n".join(lines)

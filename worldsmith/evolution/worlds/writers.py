@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from .observe import ObservedSystem
 
 EXT = {"csv": "csv", "csv.gz": "csv.gz", "xlsx": "xlsx", "json": "json", "jsonl": "jsonl", "parquet": "parquet",
-       "sqlite": "sqlite"}
+       "sqlite": "sqlite", "txt": "txt"}
 FIXED_TIME = dt.datetime(2000, 1, 1, 0, 0, 0)
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
@@ -192,6 +192,40 @@ def write_sqlite(tables: list[tuple[str, pd.DataFrame]], path: Path) -> None:
         con.close()
 
 
+_LOG_QUOTE = re.compile(r'[\s"=\\\]]')
+
+
+def _log_value(v: object) -> str | None:
+    """One value of a log record: numbers as written, text quoted when it holds spaces, quotes or '='."""
+    v = _cell(v)
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, float):
+        return repr(v)
+    text = str(v)
+    if text and not _LOG_QUOTE.search(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_log(df: pd.DataFrame, path: Path, source: str) -> None:
+    """A free-text log, one record a line: `[date 2024-01-03] shop: order_id=O-00012 amount=40.5 note="x y"`.
+
+    The bracket holds the time column (absent for undated tables); blank values are left out of a line;
+    `kernels.read_log` parses it back with two regular expressions."""
+    time = next((c for c in ("date", "period") if c in df.columns), None)
+    cols = [c for c in df.columns if c != time]
+    lines = []
+    for row in df.astype(object).itertuples(index=False, name=None):
+        rec = dict(zip(df.columns, row))
+        pairs = " ".join(f"{c}={x}" for c in cols if (x := _log_value(rec[c])) is not None)
+        stamp = _cell(rec[time]) if time is not None else None
+        lines.append((f"[{time} {stamp}] " if stamp is not None else "") + f"{source}: {pairs}")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
 _SINGLE = {"csv": write_csv, "csv.gz": write_csv_gz, "parquet": write_parquet, "json": write_json,
            "jsonl": write_jsonl}
 
@@ -205,9 +239,12 @@ def write_observed(systems: list[ObservedSystem], data_dir: Path) -> list[FileRe
         s = obs.system
         for part in obs.parts:
             cols = [str(c) for c in part.frame.columns]
-            if s.format in _SINGLE:
+            if s.format in _SINGLE or s.format == "txt":
                 name = f"{s.stem}_{part.label}.{EXT[s.format]}" if part.label else f"{s.stem}.{EXT[s.format]}"
-                _SINGLE[s.format](part.frame, data_dir / name)
+                if s.format == "txt":
+                    write_log(part.frame, data_dir / name, s.name)
+                else:
+                    _SINGLE[s.format](part.frame, data_dir / name)
                 records.append(FileRecord(path=name, format=s.format, system=s.name, rows=len(part.frame),
                                           columns=cols))
             else:
