@@ -81,7 +81,11 @@ def test_chat_repl_keeps_state_between_questions_and_resumes(scripted_env, sales
 
 
 def test_eval_on_two_dabench_questions(scripted_env, dabench_dir: Path) -> None:
-    scripted_env([{"pattern": ".", "response": "<think>guess</think><answer>@mean_fare[34.65]</answer>"}])
+    # reads the file, then answers the same number for both questions (right for the first only)
+    scripted_env([{"pattern": "<interpreter>", "response": "<think>t</think><answer>@mean_fare[34.65]</answer>",
+                   "scope": "last_user"},
+                  {"pattern": ".", "response": "<think>l</think><code>import glob\n"
+                                               "print(pd.read_csv(sorted(glob.glob('*.csv'))[0]).shape)</code>"}])
     r = runner.invoke(app, ["eval", "--tasks", str(dabench_dir), "--limit", "2", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.grading import extract_answers, normalise_text, parse_number
-from worldsmith.core.schemas import GuardFiring, GuardKind
+from worldsmith.core.schemas import BLOCKING_GUARDS, GuardFiring, GuardKind
 from worldsmith.prompts import template
 
 EXAMPLE_TEMPLATE = "analyst_example.json"
@@ -34,7 +34,6 @@ FEEDBACK_TEMPLATE = "analyst_feedback.md"
 #: the order the check node acts on them; the first three come before the format check, the rest after it
 ORDER: tuple[GuardKind, ...] = ("no_evidence", "example_copy", "names", "self_correlation", "out_of_range")
 BEFORE_FORMAT: frozenset[GuardKind] = frozenset({"no_evidence", "example_copy", "names"})
-BLOCKING: frozenset[GuardKind] = frozenset({"no_evidence", "example_copy"})
 
 
 @dataclass(frozen=True)
@@ -316,7 +315,7 @@ def record(findings: Sequence[Finding], step: int, reasked: Finding | None) -> l
 
 def blocks(kinds: Iterable[str]) -> bool:
     """Whether an answer on which guards of these kinds fired is unsupported."""
-    return any(k in BLOCKING for k in kinds)
+    return any(k in BLOCKING_GUARDS for k in kinds)
 
 
 def feedback(finding: Finding, names: Sequence[str]) -> str:

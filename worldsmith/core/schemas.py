@@ -267,6 +267,8 @@ class PostProcess(Model):
 
 
 GuardKind = Literal["no_evidence", "example_copy", "names", "self_correlation", "out_of_range"]
+#: guards that, still firing on the final answer, make it unsupported (graded wrong, never a teacher trajectory)
+BLOCKING_GUARDS: frozenset[str] = frozenset({"no_evidence", "example_copy"})
 
 
 class GuardFiring(Model):
