@@ -7,7 +7,8 @@ Kinds, in the order the check node acts on them:
   variable an earlier file-reading cell made) — the answer is a guess;
 - example_copy: the answer repeats the worked example (its unrequested names, its sentence, or its values where no
   output of this conversation shows them);
-- names: the answer writes @names nobody requested (missing ones are the format check's, agents/analyst.py);
+- names: the answer writes @names nobody requested, other than the example's (missing ones are the format
+  check's, agents/analyst.py);
 - self_correlation: a correlation question answered with the very column it correlates against;
 - out_of_range: a location statistic of a column (mean, median, min, max, …, per the answer's name or the
   question) outside the column's observed range.
@@ -189,10 +190,12 @@ def _shows_number(text: str, value: str) -> bool:
     return re.search(rf"(?<![\d.]){re.escape(value)}(?!\d)", text) is not None
 
 
-def extra_names(answer: str, names: Sequence[str]) -> Finding | None:
+def extra_names(answer: str, names: Sequence[str], example: WorkedExample | None = None) -> Finding | None:
+    """Unrequested names, except the worked example's (those are example_copy's: one message per rule)."""
     if not names:
         return None  # nothing was requested: any names the model chooses are its own
-    extra = [n for n in extract_answers(answer) if n not in names]
+    borrowed = (example or worked_example()).names
+    extra = [n for n in extract_answers(answer) if n not in names and n not in borrowed]
     if not extra:
         return None
     return Finding("names", f"{', '.join(f'@{n}' for n in extra)}, which the question did not ask for")
