@@ -56,6 +56,23 @@ def test_ask_answers_a_question_and_leaves_a_run_directory(scripted_env, sales_c
     assert (run / "trajectory.json").is_file() and "Final answer" in (run / "report.md").read_text()
 
 
+def test_ask_keeps_the_users_format_sentence_and_answers_under_the_users_name(scripted_env, sales_csv: Path) -> None:
+    request = "What is the total of the amount column? Answer as @total[value]."
+    scripted_env([{"pattern": "Request:", "role": "router",  # the model's reading loses the format sentence
+                   "response": json.dumps({"action": "answer_question",
+                                           "question": "What is the total of the amount column?"})},
+                  {"pattern": "<interpreter>\n60", "response": "<think>t</think><answer>@total[60]</answer>",
+                   "scope": "last_user"},
+                  {"pattern": ".", "response": "<think>l</think><code>print(pd.read_csv('sales.csv')['amount'].sum())"
+                                               "</code>"}])
+    r = runner.invoke(app, ["ask", request, str(sales_csv), "--json"])
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.output)["result"]
+    assert result["answer"] == "@total[60]"
+    traj = json.loads(Path(result["trajectory"]).read_text())
+    assert request in traj["user_prompt"] and "must contain: @total[value]" in traj["user_prompt"]
+
+
 def test_ask_says_what_is_missing(scripted_env) -> None:
     scripted_env([{"pattern": ".", "response": "not json"}])
     r = runner.invoke(app, ["ask", "train on last night's tasks"])
