@@ -136,6 +136,7 @@ def test_derived_quantities_are_not_range_checked() -> None:
     assert g.out_of_range("@mean_price[0.0]", "Standardize price, then give its mean. @mean_price[value]",
                           ["mean_price"], FACTS) is None
     assert g.out_of_range("@std_price[20]", "Give the standard deviation of price.", ["std_price"], FACTS) is None
+    assert g.out_of_range("@answer[66.5]", "What is seven times the maximum price?", ["answer"], FACTS) is None
 
 
 def test_data_facts_keep_no_range_from_a_sampled_table() -> None:

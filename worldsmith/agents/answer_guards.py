@@ -239,7 +239,8 @@ _LOCATION_WORD = re.compile(r"\b(?:mean|average|median|minimum|maximum|min|max|m
 _TRANSFORM = re.compile(r"normali[sz]|standardi[sz]|scal(?:e|ed|ing)\b|\blog|transform|z-?score|differen|change|"
                         r"growth|percent|%|ratio|\bper\b|squar|sqrt|root|\bsum\b|total|cumulative|\brate\b|"
                         r"thousand|million|billion|convert|new (?:column|feature)|multipl|divid|weighted|encod|"
-                        r"residual|predict|coefficient|slope|\bstd\b|standard deviation|varian|skew|kurtos|count",
+                        r"residual|predict|coefficient|slope|\bstd\b|standard deviation|varian|skew|kurtos|count|"
+                        r"\btimes\b|twice|double|\bhalf\b|\bplus\b|\bminus\b|[*/+]",
                         re.I)
 _DERIVED_TOKENS = frozenset({"diff", "change", "ratio", "std", "var", "sum", "total", "count", "log", "pct",
                              "percent", "rate", "per", "norm", "normalized", "scaled", "z", "zscore", "growth", "sd"})
