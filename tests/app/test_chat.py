@@ -50,7 +50,8 @@ async def test_an_analyst_thread_continues_from_its_checkpoint(scripted, sales_c
         await again.aclose()
 
 
-async def test_ask_hands_the_request_to_the_analyst_verbatim_with_the_intent_beside_it(scripted, sales_csv: Path) -> None:
+async def test_ask_hands_the_request_to_the_analyst_verbatim_with_the_intent_beside_it(scripted,
+                                                                                     sales_csv: Path) -> None:
     script, make_rt = scripted
     request = "What is the total of the amount column? Answer as @total[value]."
     # the router model's reading drops the format sentence; the analyst must still get the user's words

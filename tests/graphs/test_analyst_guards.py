@@ -171,3 +171,15 @@ async def test_a_clean_answer_fires_nothing(scripted, sales_csv: Path) -> None:
     script.queue(READ_TOTAL, answer("The total is 60. @total[60]"))
     traj = await _solve(make_rt(), TOTAL, [sales_csv])
     assert traj.guards == [] and traj.status == "answered" and len(script.requests) == 2
+
+
+async def test_reading_a_file_with_an_odd_name_counts_as_evidence(scripted, tmp_path: Path) -> None:
+    script, make_rt = scripted
+    odd = tmp_path / "in" / "q=1+2 sales.csv"
+    odd.parent.mkdir()
+    odd.write_text("region,amount\nnorth,10\nsouth,20\neast,30\n")
+    script.queue("<think>Load.</think><code>print(pd.read_csv('q=1+2 sales.csv')['amount'].sum())</code>",
+                 answer("@total[60]"))
+    traj = await _solve(make_rt(), TOTAL, [odd])
+    assert traj.steps[0].execution.ok, traj.steps[0].observation
+    assert traj.guards == [] and traj.status == "answered"

@@ -29,7 +29,8 @@ async def test_scripted_solver_scores_every_metric_on_three_questions(scripted, 
             return "<think>I will not answer.</think><answer>no idea</answer>"
         prints = "\n".join(f"print('@{n}[{v}]')" for n, v in labels[task_id].items())
         # it reads the data first: an answer no data-reading cell supports is a guess (the no-evidence guard)
-        return f"<think>Compute.</think><code>\nimport glob\ndf = pd.read_csv(sorted(glob.glob('*.csv'))[0])\n{prints}\n</code>"
+        load = "import glob\ndf = pd.read_csv(sorted(glob.glob('*.csv'))[0])"
+        return f"<think>Compute.</think><code>\n{load}\n{prints}\n</code>"
 
     script.fallback(respond)
     rt = make_rt(analyst={"format_retries": 0})

@@ -139,7 +139,8 @@ def touched_data(cells: Sequence[Cell], files: Sequence[str]) -> bool:
     return False
 
 
-_READERS = re.compile(r"^(read_\w+|read|open|connect|load|loadtxt|genfromtxt|fromfile|ExcelFile|load_workbook|profile)$")
+_READERS = re.compile(r"^(read_\w+|read|open|connect|load|loadtxt|genfromtxt|fromfile|ExcelFile|load_workbook|"
+                      r"profile)$")
 
 
 def _reads_a_file(nodes: Iterable[ast.AST], file_names: set[str]) -> bool:

@@ -5,7 +5,8 @@ runtime context (`graph.ainvoke(state, config, context=rt)`). A chat thread is o
 continues the conversation and the same sandbox (variables persist).
 The conversation in state is exactly what the model is sent; each model call is recorded as a `ModelCall` (the
 provider's request messages, sampling, raw completion), so the trajectory is a faithful training record.
-Custom stream events (`stream_mode="custom"`): {"type": thought|code|output|plot|answer|feedback|done, ...}.
+Custom stream events (`stream_mode="custom"`): {"type": thought|code|output|plot|answer|feedback|done, ...}; an
+answer guard's feedback carries `"guard": <kind>` (agents/answer_guards.py), the answer its trajectory status.
 """
 
 from __future__ import annotations
