@@ -143,6 +143,9 @@ async def test_a_self_correlation_answer_gets_one_corrective_reask(scripted, sho
     assert "@column[revenue] names revenue" in script.requests[2].last_user
     assert guard_messages(traj) == ["guard:self_correlation"]
     assert traj.status == "answered" and traj.final_answer == "@column[quantity]"
+    model_turns = [(m.content, m.trainable) for m in traj.messages() if m.source == "model"]
+    assert [t for _, t in model_turns] == [True, False, True]  # the answer the guard sent back never trains
+    assert "@column[revenue]" in model_turns[1][0]
 
 
 async def test_a_second_self_correlation_answer_is_kept_not_reasked_again(scripted, shop_csv: Path) -> None:

@@ -227,7 +227,8 @@ class RecordedMessage(Model):
     role: ChatRole
     content: str
     trainable: bool = Field(False, description="True only for a valid assistant turn the model produced in this "
-                                               "trajectory; prompts, worked examples, feedback and observations never train")
+                                               "trajectory and no answer guard sent back; prompts, worked examples, "
+                                               "feedback and observations never train")
     source: str = Field("", description="what wrote it: system, example, task, interpreter, feedback, nudge, model, "
                                         "model_void, history (earlier questions of a chat thread), guard:<kind> "
                                         "(an answer guard's re-ask)")

@@ -137,8 +137,10 @@ def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_fi
     if len(as_sent) != len(sent) or any(a["content"] != m["content"] for a, m in zip(as_sent, sent)):
         raise ValueError(f"model call {index}: the provider received {len(as_sent)} messages that differ from the "
                          f"{len(sent)} in the analyst's conversation; the trajectory would not be a faithful record")
+    # an answer a guard sent back (the next message is its re-ask) is not one to learn from
+    rejected = {i for i in range(len(sent) - 1) if str(sent[i + 1].get("source", "")).startswith("guard:")}
     messages = [RecordedMessage(role=a["role"], content=a["content"], source=m.get("source", ""),
-                                trainable=m.get("source") == "model" and i >= q_first_message)
+                                trainable=m.get("source") == "model" and i >= q_first_message and i not in rejected)
                 for i, (a, m) in enumerate(zip(as_sent, sent))]
     templates: dict[str, str] = {}
     for m in sent:
