@@ -113,6 +113,23 @@ def test_eval_on_two_dabench_questions(scripted_env, dabench_dir: Path) -> None:
     assert "eval 1/1 trajectories" in r.output  # not a terminal: progress as log lines, not a bar
 
 
+def test_eval_counts_answer_guards_in_json_and_the_report(scripted_env, dabench_dir: Path) -> None:
+    # a model that guesses without running code: re-asked once for evidence, then recorded unsupported
+    scripted_env([{"pattern": ".", "response": "<think>guess</think><answer>@mean_fare[34.65]</answer>"}])
+    r = runner.invoke(app, ["eval", "--tasks", str(dabench_dir), "--limit", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)["overall"]
+    assert out["n_unsupported"] == 2 and out["accuracy_by_question"] == 0.0  # the right guess no longer scores
+    # question 1 asks for @mean_fare: 2 answers (re-asked once, then kept). Question 2 asks for another name: its
+    # 5 answers are re-asked for evidence, for the unrequested @mean_fare, twice for the missing name, then kept
+    assert out["guards"]["no_evidence"] == {"fired": 7, "reasked": 2, "trajectories": 2}
+    assert out["guards"]["names"] == {"fired": 5, "reasked": 1, "trajectories": 1}
+    report = Path(json.loads(r.output)["report"]).read_text()
+    assert "| no_evidence | 7 | 2 | 2 |" in report and "| names | 5 | 1 | 1 |" in report
+    r = runner.invoke(app, ["eval", "--tasks", str(dabench_dir), "--limit", "1"])
+    assert "answer guards: no_evidence 2 (re-asked 1); unsupported answers 1" in r.output
+
+
 def test_world_commands(scripted_env, tmp_path: Path) -> None:
     scripted_env([{"pattern": ".", "response": "{}"}])
     world = tmp_path / "w"
