@@ -170,3 +170,14 @@ def test_every_guard_has_feedback_that_names_the_request() -> None:
     for kind in g.ORDER:
         text = g.feedback(g.Finding(kind, "DETAIL"), ["total"])
         assert "DETAIL" in text and ("@total[value]" in text or kind == "no_evidence")
+
+
+def test_profile_facts_read_the_real_profiler(tmp_path) -> None:
+    p = tmp_path / "shop.csv"
+    p.write_text("city,price,quantity\nOslo,2.5,10\nRome,8,3\nLima,4,7\n")
+    facts = g.profile_facts([str(p)])
+    assert facts.columns == ("city", "price", "quantity")
+    assert facts.ranges == {"price": (2.5, 8.0), "quantity": (3.0, 10.0)}
+    assert g.profile_facts([str(p)]) is facts  # unchanged file: not profiled again
+    p.write_text("city,price,quantity\nOslo,2.5,10\nRome,80,3\n")
+    assert g.profile_facts([str(p)]).ranges["price"] == (2.5, 80.0)

@@ -87,6 +87,27 @@ class DataFacts:
         return cls(tuple(data.get("columns") or ()), {k: (v[0], v[1]) for k, v in (data.get("ranges") or {}).items()})
 
 
+def profile_facts(files: Sequence[str]) -> DataFacts:
+    """The data facts of the question's inputs, from the file profiler. Samples of one task share their files:
+    plain files unchanged since (same size and mtime) are not profiled again; a folder's contents can change
+    unseen, so folders always are."""
+    paths = [Path(f) for f in files]
+    if all(p.is_file() for p in paths):
+        return _facts_of_files(tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths))
+    return _facts_of(paths)
+
+
+@lru_cache(maxsize=32)
+def _facts_of_files(key: tuple[tuple[str, int, int], ...]) -> DataFacts:
+    return _facts_of([Path(path) for path, _, _ in key])
+
+
+def _facts_of(paths: list[Path]) -> DataFacts:
+    from worldsmith.tools.files import profile_workspace  # the profiler's readers load only when a guard needs them
+
+    return DataFacts.from_profile(profile_workspace(paths, as_mounted=True))
+
+
 # --------------------------------------------------------------------------------------------- the checks
 
 

@@ -264,15 +264,7 @@ async def _data_facts(state: AnalystState, question: str, names: list[str]) -> d
     cached = state.get("data_facts")
     if cached and cached.get("files") == files:
         return cached
-    return {"files": files, **(await asyncio.to_thread(_profile_facts, files)).to_state()}
-
-
-def _profile_facts(files: list[str]) -> guards.DataFacts:
-    from pathlib import Path
-
-    from worldsmith.tools.files import profile_workspace
-
-    return guards.DataFacts.from_profile(profile_workspace([Path(f) for f in files], as_mounted=True))
+    return {"files": files, **(await asyncio.to_thread(guards.profile_facts, files)).to_state()}
 
 
 async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
