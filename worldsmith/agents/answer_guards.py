@@ -13,6 +13,7 @@ Kinds, in the order the check node acts on them:
 - out_of_range: a location statistic of a column (mean, median, min, max, …, per the answer's name or the
   question) outside the column's observed range.
 The first two block: still firing once their re-ask is spent, they make the trajectory `unsupported`.
+The checks are pure; `profile_facts` reads the data facts the last two need, only when a question calls for them.
 """
 
 from __future__ import annotations
