@@ -71,6 +71,9 @@ def main() -> None:
     if times:
         print(f"time per question: median {statistics.median(times):.1f} s (wall for the run {wall / 60:.1f} min)")
     print("turns taken by right answers: " + ", ".join(f"{k}: {v}" for k, v in sorted(right_turns.items())))
+    guards = ", ".join(f"{kind} {t['fired']} (re-asked {t['reasked']}, in {t['trajectories']} trajectories)"
+                       for kind, t in o.get("guards", {}).items())
+    print(f"answer guards: {guards or 'none fired'}; unsupported answers (graded wrong): {o.get('n_unsupported', 0)}")
     print(f"report: {result['report']}")
 
 

@@ -48,3 +48,28 @@ async def test_an_analyst_thread_continues_from_its_checkpoint(scripted, sales_c
         assert any(e["type"] == "answer" and "21.0" in json.dumps(e) for e in follow)
     finally:
         await again.aclose()
+
+
+async def test_ask_hands_the_request_to_the_analyst_verbatim_with_the_intent_beside_it(scripted,
+                                                                                     sales_csv: Path) -> None:
+    script, make_rt = scripted
+    request = "What is the total of the amount column? Answer as @total[value]."
+    # the router model's reading drops the format sentence; the analyst must still get the user's words
+    script.queue(json.dumps({"action": "answer_question", "question": "What is the total of the amount column?"}),
+                 role="router")
+    script.queue("<think>Sum it.</think><code>print(pd.read_csv('sales.csv')['amount'].sum())</code>",
+                 "<think>Done.</think><answer>The total is 60. @total[60]</answer>", role="agent")
+    rt = make_rt()
+    rt.actions = dispatch
+    final = await run_request(rt, request, [str(sales_csv)])
+    assert final["intent"]["question"] == request
+    assert final["intent"]["reading"] == "What is the total of the amount column?"
+    first = next(r for r in script.requests if r.role == "agent").messages
+    assert request in first[-1]["content"]  # the task turn holds the request verbatim, format sentence included
+    assert first[-1]["content"].count("@") == 2 and "# Answer format" in first[-1]["content"]
+    assert "Your final <answer> must contain: @total[value]" in first[-1]["content"]  # the required names: total
+    result = final["result"]
+    assert result["status"] == "answered" and result["answer"] == "The total is 60. @total[60]"
+    traj = json.loads(Path(result["trajectory"]).read_text())
+    assert traj["metadata"]["intent"]["reading"] == "What is the total of the amount column?"
+    assert traj["metadata"]["intent"]["action"] == "answer_question"

@@ -56,6 +56,23 @@ def test_ask_answers_a_question_and_leaves_a_run_directory(scripted_env, sales_c
     assert (run / "trajectory.json").is_file() and "Final answer" in (run / "report.md").read_text()
 
 
+def test_ask_keeps_the_users_format_sentence_and_answers_under_the_users_name(scripted_env, sales_csv: Path) -> None:
+    request = "What is the total of the amount column? Answer as @total[value]."
+    scripted_env([{"pattern": "Request:", "role": "router",  # the model's reading loses the format sentence
+                   "response": json.dumps({"action": "answer_question",
+                                           "question": "What is the total of the amount column?"})},
+                  {"pattern": "<interpreter>\n60", "response": "<think>t</think><answer>@total[60]</answer>",
+                   "scope": "last_user"},
+                  {"pattern": ".", "response": "<think>l</think><code>print(pd.read_csv('sales.csv')['amount'].sum())"
+                                               "</code>"}])
+    r = runner.invoke(app, ["ask", request, str(sales_csv), "--json"])
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.output)["result"]
+    assert result["answer"] == "@total[60]"
+    traj = json.loads(Path(result["trajectory"]).read_text())
+    assert request in traj["user_prompt"] and "must contain: @total[value]" in traj["user_prompt"]
+
+
 def test_ask_says_what_is_missing(scripted_env) -> None:
     scripted_env([{"pattern": ".", "response": "not json"}])
     r = runner.invoke(app, ["ask", "train on last night's tasks"])
@@ -81,7 +98,11 @@ def test_chat_repl_keeps_state_between_questions_and_resumes(scripted_env, sales
 
 
 def test_eval_on_two_dabench_questions(scripted_env, dabench_dir: Path) -> None:
-    scripted_env([{"pattern": ".", "response": "<think>guess</think><answer>@mean_fare[34.65]</answer>"}])
+    # reads the file, then answers the same number for both questions (right for the first only)
+    scripted_env([{"pattern": "<interpreter>", "response": "<think>t</think><answer>@mean_fare[34.65]</answer>",
+                   "scope": "last_user"},
+                  {"pattern": ".", "response": "<think>l</think><code>import glob\n"
+                                               "print(pd.read_csv(sorted(glob.glob('*.csv'))[0]).shape)</code>"}])
     r = runner.invoke(app, ["eval", "--tasks", str(dabench_dir), "--limit", "2", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
@@ -90,6 +111,23 @@ def test_eval_on_two_dabench_questions(scripted_env, dabench_dir: Path) -> None:
     r = runner.invoke(app, ["eval", "--tasks", str(dabench_dir), "--limit", "1"])
     assert r.exit_code == 0, r.output
     assert "eval 1/1 trajectories" in r.output  # not a terminal: progress as log lines, not a bar
+
+
+def test_eval_counts_answer_guards_in_json_and_the_report(scripted_env, dabench_dir: Path) -> None:
+    # a model that guesses without running code: re-asked once for evidence, then recorded unsupported
+    scripted_env([{"pattern": ".", "response": "<think>guess</think><answer>@mean_fare[34.65]</answer>"}])
+    r = runner.invoke(app, ["eval", "--tasks", str(dabench_dir), "--limit", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)["overall"]
+    assert out["n_unsupported"] == 2 and out["accuracy_by_question"] == 0.0  # the right guess no longer scores
+    # question 1 asks for @mean_fare: 2 answers (re-asked once, then kept). Question 2 asks for another name: its
+    # 5 answers are re-asked for evidence, for the unrequested @mean_fare, twice for the missing name, then kept
+    assert out["guards"]["no_evidence"] == {"fired": 7, "reasked": 2, "trajectories": 2}
+    assert out["guards"]["names"] == {"fired": 5, "reasked": 1, "trajectories": 1}
+    report = Path(json.loads(r.output)["report"]).read_text()
+    assert "| no_evidence | 7 | 2 | 2 |" in report and "| names | 5 | 1 | 1 |" in report
+    r = runner.invoke(app, ["eval", "--tasks", str(dabench_dir), "--limit", "1"])
+    assert "answer guards: no_evidence 2 (re-asked 1); unsupported answers 1" in r.output
 
 
 def test_world_commands(scripted_env, tmp_path: Path) -> None:

@@ -190,10 +190,11 @@ async def test_the_setting_turns_post_processing_off(scripted, sales_csv: Path) 
 
 async def test_a_salvaged_turn_records_the_raw_completion_and_what_was_repaired(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
-    script.queue("Load it first.\n<code>\nprint(1)\n</code>", ANSWER_TURN)  # no <think>: lenient parsing salvages it
+    # no <think>: lenient parsing salvages it
+    script.queue("Load it first.\n<code>\ndf = pd.read_csv('sales.csv')\n</code>", ANSWER_TURN)
     final, _ = await _run(make_rt(), QUESTION, [sales_csv])
     first = final["trajectory"]["calls"][0]
-    assert first["completion"] == "Load it first.\n<code>\nprint(1)\n"  # as returned: the stop ate </code>
+    assert first["completion"] == "Load it first.\n<code>\ndf = pd.read_csv('sales.csv')\n"  # the stop ate </code>
     assert first["repaired"].startswith("a turn must start with <think>")
-    assert first["reply"] == "<think>\nLoad it first.\n</think>\n<code>\nprint(1)\n</code>"  # what the model sees next
+    assert first["reply"] == "<think>\nLoad it first.\n</think>\n<code>\ndf = pd.read_csv('sales.csv')\n</code>"
     assert script.requests[1].messages[-2]["content"] == first["reply"]

@@ -69,13 +69,15 @@ async def test_router_runs_a_runnable_plan_with_the_runtimes_actions(scripted, s
     calls = []
 
     async def actions(intent, plan, got_rt):
-        calls.append((intent.action, intent.question, intent.files, plan["runnable"], got_rt is rt))
+        calls.append((intent.action, intent.question, intent.reading, intent.files, plan["runnable"], got_rt is rt))
         return {"status": "ok", "echo": intent.question}
 
     rt.actions = actions
-    out = await build_router_graph().ainvoke({"request": f"What is the mean amount in {sales_csv}?"}, context=rt)
-    assert calls == [("answer_question", "What is the mean amount?", [str(sales_csv)], True, True)]
-    assert out["result"] == {"status": "ok", "echo": "What is the mean amount?"}
+    request = f"What is the mean amount in {sales_csv}?"
+    out = await build_router_graph().ainvoke({"request": request}, context=rt)
+    # the question is the request verbatim (issue 11); the model's reading of it travels beside it
+    assert calls == [("answer_question", request, "What is the mean amount?", [str(sales_csv)], True, True)]
+    assert out["result"] == {"status": "ok", "echo": request}
     assert out["intent"]["count"] is None  # "7" is not in the request: the model's number is not trusted
     assert set(out) == {"intent", "plan", "result"}  # the output schema: no input keys echoed back
 

@@ -24,11 +24,13 @@ async def test_scripted_solver_scores_every_metric_on_three_questions(scripted, 
         if "<interpreter>" in req.last_user:
             printed = req.last_user.split("<interpreter>")[1].split("</interpreter>")[0].strip()
             return f"<think>Report what the code printed.</think><answer>{printed}</answer>"
-        task_id = next(t.id for t in tasks if t.instruction.splitlines()[0] in req.last_user)
-        if task_id == tasks[2].id:
+        task_id = next(t.id for t in tasks if t.instruction.splitlines()[0] in req.text)
+        if task_id == tasks[2].id:  # refuses, also when told its answer rests on no data
             return "<think>I will not answer.</think><answer>no idea</answer>"
         prints = "\n".join(f"print('@{n}[{v}]')" for n, v in labels[task_id].items())
-        return f"<think>Compute.</think><code>\nimport pandas as pd\n{prints}\n</code>"
+        # it reads the data first: an answer no data-reading cell supports is a guess (the no-evidence guard)
+        load = "import glob\ndf = pd.read_csv(sorted(glob.glob('*.csv'))[0])"
+        return f"<think>Compute.</think><code>\n{load}\n{prints}\n</code>"
 
     script.fallback(respond)
     rt = make_rt(analyst={"format_retries": 0})
@@ -42,6 +44,9 @@ async def test_scripted_solver_scores_every_metric_on_three_questions(scripted, 
     assert len(saved) == 3
     traj = json.loads(saved[0].read_text())
     assert traj["steps"][0]["action"]["kind"] == "code" and traj["grades"]
+    refused = json.loads((run.path / "trajectories" / tasks[2].id / "0.json").read_text())
+    assert refused["status"] == "unsupported"  # re-asked once for evidence, then recorded unsupported
+    assert [(g["kind"], g["reasked"]) for g in refused["guards"]] == [("no_evidence", True), ("no_evidence", False)]
 
 
 @pytest.mark.llm

@@ -73,6 +73,14 @@ def test_done_without_answer_says_why() -> None:
 
 def test_feedback_is_quoted() -> None:
     assert content({"type": "feedback", "text": "use @name[value]"}).startswith("> ↺ **Format check:** use @name")
+    guard = content({"type": "feedback", "text": "load the data", "guard": "no_evidence"})
+    assert guard.startswith("> ↺ **Answer check (no_evidence):** load the data")
+
+
+def test_an_unsupported_answer_says_so_under_it() -> None:
+    text = content({"type": "answer", "text": "@total[60]", "status": "unsupported"})
+    assert text.startswith(FINAL_ANSWER_HEADING + "\n\n@total[60]") and "Unsupported" in text
+    assert "Unsupported" not in content({"type": "answer", "text": "@total[60]", "status": "answered"})
 
 
 @pytest.mark.parametrize("event", [{"type": "status", "text": "thinking"}, {"type": "intent"}, {}])

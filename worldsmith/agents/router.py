@@ -31,7 +31,10 @@ _COUNT_RE = re.compile(r"\b(\d{1,5})\b")
 
 class Intent(BaseModel):
     action: Action = Field(description="what the person wants")
-    question: str | None = Field(None, description="for answer_question: the question itself")
+    question: str | None = Field(None, description="for answer_question: the request verbatim (the analyst gets the "
+                                                   "user's own words, format sentence included)")
+    reading: str | None = Field(None, description="for answer_question: the router model's reading of the question, "
+                                                  "kept beside the request (never replaces it)")
     files: list[str] = Field(default_factory=list, description="file or folder paths named in the request")
     count: int | None = Field(None, description="how many tasks/worlds, if a number is given")
     difficulty: Literal["easy", "medium", "hard"] | None = None
@@ -117,7 +120,9 @@ async def classify(llm: Any | None, request: str, files: list[str] | None = None
     if action in ("make_tasks", "make_world") and llm_intent.count is not None \
             and _says_number(request, llm_intent.count, base.files):
         count = llm_intent.count
-    return Intent(action=action, question=(llm_intent.question or request) if action == "answer_question" else None,
+    asks = action == "answer_question"
+    return Intent(action=action, question=request.strip() if asks else None,
+                  reading=llm_intent.question if asks else None,
                   files=list(dict.fromkeys(base.files + grounded_files)), count=count,
                   difficulty=llm_intent.difficulty or base.difficulty, topic=llm_intent.topic or base.topic,
                   domain=base.domain, since=base.since, source="llm+heuristic")

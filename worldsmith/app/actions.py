@@ -15,7 +15,8 @@ async def dispatch(intent: Intent, plan: dict[str, Any], rt: GraphRuntime) -> di
     if intent.action == "answer_question":
         from worldsmith.app.ask import answer_question
 
-        return await answer_question(rt, intent.question or "", intent.files)
+        # the user's words verbatim; the router's intent travels beside them, into the run and the trajectory
+        return await answer_question(rt, intent.question or "", intent.files, intent=intent.model_dump(mode="json"))
     if intent.action == "help":
         return {"text": plan["steps"][0]}
     if intent.action in ("make_world", "make_tasks"):

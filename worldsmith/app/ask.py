@@ -12,14 +12,18 @@ from worldsmith.graphs.analyst import build_analyst_graph, initial_state
 from worldsmith.graphs.runtime import GraphRuntime, emit
 
 
-async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, run: RunDir | None = None) -> dict[str, Any]:
-    """One analyst trajectory over the given files; saved as trajectory.json + report.md in a run directory."""
+async def answer_question(rt: GraphRuntime, question: str, files: list[str], *, run: RunDir | None = None,
+                          intent: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One analyst trajectory over the given files; saved as trajectory.json + report.md in a run directory.
+
+    `question` reaches the analyst as given (the user's words); `intent`, the router's reading, is recorded beside
+    it (the run's question event and the trajectory's metadata) and never shown to the model."""
     run = run or RunDir.create("ask", rt.settings.runs_dir, config=rt.settings.masked())
-    run.event("question", question=question, files=files)
+    run.event("question", question=question, files=files, **({"intent": intent} if intent else {}))
     graph = build_analyst_graph()
     session = run.path.name
     state = initial_state(question, [str(Path(f).expanduser().resolve()) for f in files], session_id=session,
-                          workspace=str(run.path / "workspace"))
+                          workspace=str(run.path / "workspace"), intent=intent)
     cfg = {"recursion_limit": 8 * rt.settings.analyst.max_turns + 20}
     out: dict[str, Any] = {}
     try:  # forward the analyst's events to whoever streams the calling graph
@@ -55,4 +59,6 @@ def trajectory_report(question: str, files: list[str], traj: Trajectory) -> str:
     lines += ["## Final answer", "", traj.final_answer or "(no answer)"]
     for p in traj.postprocess:
         lines += ["", f"Post-processed ({p.kind}: {p.reason}): {p.after}"]
+    for g in traj.guards:
+        lines += ["", f"Answer guard {g.kind} on turn {g.step + 1} ({'re-asked' if g.reasked else 'kept'}): {g.detail}"]
     return "\n".join(lines)

@@ -90,6 +90,10 @@ def print_summary(result: dict) -> None:
     console.print(f"[bold]pass@1 {o['pass_at_1']:.1%}[/] over {o['n_tasks']} tasks × {o['samples']} sample(s); "
                   f"by question {o['accuracy_by_question']:.1%}, by sub-question {o['accuracy_by_sub_question']:.1%}, "
                   f"proportional {o['proportional_accuracy']:.1%}; errors {o['n_errors']}")
+    if o.get("guards") or o.get("n_unsupported"):
+        fired = ", ".join(f"{kind} {t['fired']} (re-asked {t['reasked']})" for kind, t in o.get("guards", {}).items())
+        console.print(f"  answer guards: {fired or 'none fired'}; unsupported answers {o.get('n_unsupported', 0)}",
+                      highlight=False)
     for role, f in sorted(result.get("llm_faults", {}).items()):
         parts = [f"retried {format_kinds(f.get('retried', {}), 'none')}",
                  f"gave up {format_kinds(f.get('failed', {}), 'none')}"]

@@ -227,9 +227,11 @@ class RecordedMessage(Model):
     role: ChatRole
     content: str
     trainable: bool = Field(False, description="True only for a valid assistant turn the model produced in this "
-                                               "trajectory; prompts, worked examples, feedback and observations never train")
+                                               "trajectory and no answer guard sent back; prompts, worked examples, "
+                                               "feedback and observations never train")
     source: str = Field("", description="what wrote it: system, example, task, interpreter, feedback, nudge, model, "
-                                        "model_void, history (earlier questions of a chat thread)")
+                                        "model_void, history (earlier questions of a chat thread), guard:<kind> "
+                                        "(an answer guard's re-ask)")
 
 
 class ModelCall(Model):
@@ -265,6 +267,22 @@ class PostProcess(Model):
     reason: str = ""
 
 
+GuardKind = Literal["no_evidence", "example_copy", "names", "self_correlation", "out_of_range"]
+#: guards that, still firing on the final answer, make it unsupported (graded wrong, never a teacher trajectory)
+BLOCKING_GUARDS: frozenset[str] = frozenset({"no_evidence", "example_copy"})
+
+
+class GuardFiring(Model):
+    """A guard on a final answer that fired (agents/answer_guards.py). `reasked`: the model was told so in a user
+    message recorded with source `guard:<kind>`; otherwise the answer was kept (the guard's one re-ask was spent or
+    the turn limit left none), and a blocking kind (no_evidence, example_copy) made the trajectory `unsupported`."""
+
+    kind: GuardKind
+    step: int = Field(ge=0, description="index of the answer step it judged (Step.index)")
+    detail: str = Field(description="what fired, as the feedback told the model")
+    reasked: bool
+
+
 class Grade(Model):
     grader: Literal["closed_form", "rubric", "consistency", "judge", "reward"]
     score: float = Field(ge=0, le=1)
@@ -290,8 +308,12 @@ class Trajectory(Model):
     graded_answer: str | None = Field(None, description="what the grader sees: final_answer after `postprocess` "
                                                         "(None in records older than this field: grade final_answer)")
     deliverables: list[str] = Field(default_factory=list)
-    status: Literal["answered", "max_turns", "error", "running"] = "running"
+    status: Literal["answered", "unsupported", "max_turns", "error", "running"] = Field(
+        "running", description="unsupported: answered, but a blocking guard still fired on the final answer (no "
+                               "successful cell touched the data, or it copies the worked example); graded wrong, "
+                               "never trains")
     error: str | None = None
+    guards: list[GuardFiring] = Field(default_factory=list, description="every guard that fired, in order")
     grades: list[Grade] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0

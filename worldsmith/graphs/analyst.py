@@ -5,7 +5,8 @@ runtime context (`graph.ainvoke(state, config, context=rt)`). A chat thread is o
 continues the conversation and the same sandbox (variables persist).
 The conversation in state is exactly what the model is sent; each model call is recorded as a `ModelCall` (the
 provider's request messages, sampling, raw completion), so the trajectory is a faithful training record.
-Custom stream events (`stream_mode="custom"`): {"type": thought|code|output|plot|answer|feedback|done, ...}.
+Custom stream events (`stream_mode="custom"`): {"type": thought|code|output|plot|answer|feedback|done, ...}; an
+answer guard's feedback carries `"guard": <kind>` (agents/answer_guards.py), the answer its trajectory status.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from worldsmith.agents import analyst as agent
-from worldsmith.core.schemas import ExecSummary, ModelCall, PostProcess, RecordedMessage, Step, Trajectory
+from worldsmith.agents import answer_guards as guards
+from worldsmith.core.schemas import ExecSummary, GuardFiring, ModelCall, PostProcess, RecordedMessage, Step, Trajectory
 from worldsmith.graphs.runtime import GraphRuntime, context, emit
 from worldsmith.tools.grammar import render_observation
 
@@ -43,6 +45,7 @@ class AnalystInput(TypedDict, total=False):
     session_id: str
     workspace: str
     postprocess: bool  # None/absent: the analyst.postprocess setting; False when sampling training data
+    intent: dict[str, Any]  # the router's reading of the request (recorded beside it; the model sees the question)
 
 
 class AnalystState(AnalystInput, total=False):
@@ -61,6 +64,8 @@ class AnalystState(AnalystInput, total=False):
     final_answer: str | None
     graded_answer: str | None
     postprocessed: list[dict[str, Any]]
+    guards: Annotated[list[dict[str, Any]], operator.add]  # GuardFiring dicts, every question of the thread
+    data_facts: dict[str, Any] | None  # answer_guards.DataFacts.to_state() + "files", profiled when a guard needs it
     error: str | None
     pending: dict[str, Any] | None
     trajectory: dict[str, Any] | None
@@ -132,8 +137,10 @@ def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_fi
     if len(as_sent) != len(sent) or any(a["content"] != m["content"] for a, m in zip(as_sent, sent)):
         raise ValueError(f"model call {index}: the provider received {len(as_sent)} messages that differ from the "
                          f"{len(sent)} in the analyst's conversation; the trajectory would not be a faithful record")
+    # an answer a guard sent back (the next message is its re-ask) is not one to learn from
+    rejected = {i for i in range(len(sent) - 1) if str(sent[i + 1].get("source", "")).startswith("guard:")}
     messages = [RecordedMessage(role=a["role"], content=a["content"], source=m.get("source", ""),
-                                trainable=m.get("source") == "model" and i >= q_first_message)
+                                trainable=m.get("source") == "model" and i >= q_first_message and i not in rejected)
                 for i, (a, m) in enumerate(zip(as_sent, sent))]
     templates: dict[str, str] = {}
     for m in sent:
@@ -192,6 +199,9 @@ def route_after_execute(state: AnalystState) -> Literal["act", "finalize"]:
 
 
 async def check(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
+    """The final answer's checks: the guards (agents/answer_guards.py, one re-ask per kind) and the format check
+    (format_retries re-asks), within the turn limit; then the answer is kept, `unsupported` when a blocking guard
+    still fires, and its numbers rounded to the request when the format feedback was ignored."""
     cfg = context(runtime).settings.analyst
     pending = dict(state["pending"] or {})
     answer = pending["action"]["content"]
@@ -199,8 +209,23 @@ async def check(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str
     update: dict[str, Any] = {"steps": [step.model_dump(mode="json")], "pending": None, "final_answer": answer,
                               "graded_answer": answer, "postprocessed": []}
     question, names = state.get("question", ""), _names(state)
+    facts = await _data_facts(state, question, names)
+    if facts is not None:
+        update["data_facts"] = facts
+    findings = guards.check_answer(answer, question, names, guards.cells(state.get("steps", [])),
+                                   state.get("files", []), guards.DataFacts.from_state(facts) if facts else None)
     problems = agent.answer_problems(answer, question, names)
-    if problems and state.get("retries_left", 0) > 0 and state.get("turn", 0) < cfg.max_turns:
+    can_reask = state.get("turn", 0) < cfg.max_turns
+    format_left = bool(problems) and state.get("retries_left", 0) > 0
+    used = {g["kind"] for g in _question_guards(state) if g["reasked"]}
+    reask = guards.pick_reask(findings, used, format_first=format_left) if can_reask else None
+    update["guards"] = [g.model_dump() for g in guards.record(findings, step.index, reask)]
+    if reask is not None:
+        text = guards.feedback(reask, names)
+        emit({"type": "feedback", "text": text, "guard": reask.kind})
+        update["messages"] = [_msg("user", text, f"guard:{reask.kind}", agent.FEEDBACK_TEMPLATE)]
+        return update
+    if format_left and can_reask:
         text = agent.format_feedback(problems, names)
         emit({"type": "feedback", "text": text})
         update.update(retries_left=state["retries_left"] - 1,
@@ -217,19 +242,40 @@ async def check(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str
             reason="the answer kept more decimals than requested after the format feedback: " + "; ".join(problems),
         ).model_dump()]
         emit({"type": "feedback", "text": "rounded the answer's values to the requested decimals"})
-    update["status"] = "answered"
+    update["status"] = "unsupported" if guards.blocks(f.kind for f in findings) else "answered"
     return update
 
 
 def route_after_check(state: AnalystState) -> Literal["act", "finalize"]:
-    return "finalize" if state.get("status") == "answered" else "act"
+    return "finalize" if state.get("status") in ("answered", "unsupported") else "act"
+
+
+def _question_guards(state: AnalystState) -> list[dict[str, Any]]:
+    """The guard firings of the current question (the thread's list holds every question's)."""
+    return [g for g in state.get("guards", []) if g["step"] >= state.get("q_first_step", 0)]
+
+
+async def _data_facts(state: AnalystState, question: str, names: list[str]) -> dict[str, Any] | None:
+    """The data facts the guards need (DataFacts.to_state, with the files they describe), profiled once per set of
+    files and kept in state; None when no data-dependent guard applies to this question."""
+    files = state.get("files", [])
+    if not files or not guards.needs_facts(question, names):
+        return None
+    cached = state.get("data_facts")
+    if cached and cached.get("files") == files:
+        return cached
+    return {"files": files, **(await asyncio.to_thread(guards.profile_facts, files)).to_state()}
 
 
 async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:
     rt = context(runtime)
     status = state.get("status")
-    if status != "answered":
-        status = "answered" if state.get("final_answer") else "max_turns"
+    question_guards = _question_guards(state)
+    if status not in ("answered", "unsupported"):  # the turns ran out after a re-ask: the last answer stands
+        answers = [s["index"] for s in state.get("steps", [])[state.get("q_first_step", 0):]
+                   if (s.get("action") or {}).get("kind") == "answer"]
+        blocked = bool(answers) and guards.blocks(g["kind"] for g in question_guards if g["step"] == answers[-1])
+        status = ("unsupported" if blocked else "answered") if state.get("final_answer") else "max_turns"
     steps = [Step.model_validate(s) for s in state.get("steps", [])[state.get("q_first_step", 0):]]
     calls = [ModelCall.model_validate(c) for c in state.get("calls", [])[state.get("q_first_call", 0):]]
     msgs = state.get("messages", [])
@@ -243,10 +289,12 @@ async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[
         system_prompt=system, user_prompt=user, steps=steps, calls=calls, final_answer=state.get("final_answer"),
         postprocess=[PostProcess.model_validate(p) for p in state.get("postprocessed") or []],
         graded_answer=state.get("graded_answer") if state.get("final_answer") else None,
-        status=status, prompt_tokens=sum(s.prompt_tokens for s in steps),
+        status=status, guards=[GuardFiring.model_validate(g) for g in question_guards],
+        prompt_tokens=sum(s.prompt_tokens for s in steps),
         completion_tokens=sum(s.completion_tokens for s in steps),
         time_s=round(time.time() - state.get("started", time.time()), 3),
-        metadata={"few_shot": agent.EXAMPLE_TEMPLATE, "categories": state.get("categories") or []})
+        metadata={"few_shot": agent.EXAMPLE_TEMPLATE, "categories": state.get("categories") or [],
+                  **({"intent": state["intent"]} if state.get("intent") else {})})
     emit({"type": "answer" if traj.final_answer else "done", "text": traj.answer_to_grade or "", "status": status})
     return {"status": status, "trajectory": traj.model_dump(mode="json")}
 
@@ -318,11 +366,11 @@ async def _replay(sb: Any, steps: list[dict[str, Any]]) -> None:
 def initial_state(question: str, files: list[str], *, task_id: str | None = None, answer_names: list[str] | None = None,
                   categories: list[str] | None = None, sample_index: int = 0, temperature: float | None = None,
                   session_id: str | None = None, workspace: str | None = None,
-                  postprocess: bool | None = None) -> dict[str, Any]:
+                  postprocess: bool | None = None, intent: dict[str, Any] | None = None) -> dict[str, Any]:
     state: dict[str, Any] = {"question": question, "files": [str(f) for f in files], "sample_index": sample_index}
     for key, value in (("task_id", task_id), ("answer_names", answer_names), ("categories", categories),
                        ("temperature", temperature), ("session_id", session_id), ("workspace", workspace),
-                       ("postprocess", postprocess)):
+                       ("postprocess", postprocess), ("intent", intent)):
         if value is not None:
             state[key] = value
     return state

@@ -27,11 +27,12 @@ from typing import Any
 
 from worldsmith.core.grading import is_empty_response
 from worldsmith.core.runs import RunDir
-from worldsmith.core.schemas import Grade, Task, Trajectory
+from worldsmith.core.schemas import BLOCKING_GUARDS, Grade, Task, Trajectory
 from worldsmith.core.store import ArtifactError, read_model, sha256_json, write_model
 from worldsmith.training.graders import agrade_response
 from worldsmith.training.judge import StructuredLLM
-from worldsmith.training.metrics import EvalReport, SampleResult, TaskResult, build_report, render_report_md
+from worldsmith.training.metrics import (EvalReport, SampleResult, TaskResult, build_report, render_report_md,
+                                         tally_guards)
 
 __all__ = ["EvalReport", "SampleResult", "TaskResult", "evaluate", "primary_grade", "render_report_md", "SolveFn", "ProgressFn"]
 
@@ -91,18 +92,29 @@ def _sample_result(task: Task, traj: Trajectory, grade: Grade, path: Path, run_d
     empty = traj.status == "error" or is_empty_response(traj.final_answer)
     return SampleResult(sample_index=traj.sample_index, status=traj.status, passed=grade.passed, score=grade.score,
                         sub_correct=correct, sub_total=total, error=traj.error, empty=empty, resumed=resumed,
-                        path=path.relative_to(run_dir.path).as_posix(), time_s=traj.time_s)
+                        path=path.relative_to(run_dir.path).as_posix(), time_s=traj.time_s,
+                        guards=tally_guards(traj.guards))
 
 
 async def _grade(task: Task, traj: Trajectory, strict: bool | None, llm: StructuredLLM | None) -> Grade:
     response = "" if traj.status == "error" else (traj.answer_to_grade or "")
     try:
-        return await agrade_response(task, response, llm=llm, strict=strict)
+        grade = await agrade_response(task, response, llm=llm, strict=strict)
     except Exception as exc:  # noqa: BLE001 - one bad grade must not abort the eval; it is recorded as wrong
         if _is_fatal(exc):
             raise
         return Grade(grader="closed_form" if task.kind == "closed_form" else "rubric", score=0.0, passed=False,
                      note=f"grading failed: {type(exc).__name__}: {exc}")
+    return unsupported_grade(traj, grade) if traj.status == "unsupported" else grade
+
+
+def unsupported_grade(traj: Trajectory, grade: Grade) -> Grade:
+    """An unsupported answer (a blocking guard still fired on it) is wrong whatever it says: a guess must not
+    score. The note keeps what the answer would have scored, for diagnosis."""
+    kinds = sorted({g.kind for g in traj.guards if g.kind in BLOCKING_GUARDS})
+    return Grade(grader=grade.grader, score=0.0, passed=False,
+                 note=f"unsupported ({', '.join(kinds) or 'guard'}): graded wrong; on its own it "
+                      f"{'passed' if grade.passed else 'failed'} with score {grade.score:.2f}")
 
 
 async def _run_pair(task: Task, sample: int, solve: SolveFn, run_dir: RunDir, *, strict: bool | None,

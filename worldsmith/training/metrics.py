@@ -29,6 +29,35 @@ NO_CATEGORY = "(none)"
 NO_LEVEL = "(unknown)"
 
 
+class GuardTally(BaseModel):
+    """How often one answer guard fired (agents/answer_guards.py): on how many answers, how many of those the model
+    was re-asked about, and in how many trajectories it fired at least once."""
+
+    fired: int = 0
+    reasked: int = 0
+    trajectories: int = 0
+
+
+def tally_guards(firings: Iterable[Any]) -> dict[str, GuardTally]:
+    """One trajectory's GuardFiring records → per-kind tallies."""
+    out: dict[str, GuardTally] = {}
+    for g in firings:
+        t = out.setdefault(g.kind, GuardTally(trajectories=1))
+        t.fired += 1
+        t.reasked += int(g.reasked)
+    return out
+
+
+def _sum_tallies(tallies: Iterable[dict[str, GuardTally]]) -> dict[str, GuardTally]:
+    out: dict[str, GuardTally] = {}
+    for per_kind in tallies:
+        for kind, t in per_kind.items():
+            acc = out.setdefault(kind, GuardTally())
+            acc.fired, acc.reasked, acc.trajectories = (acc.fired + t.fired, acc.reasked + t.reasked,
+                                                        acc.trajectories + t.trajectories)
+    return dict(sorted(out.items()))
+
+
 class SampleResult(BaseModel):
     sample_index: int
     status: str
@@ -42,6 +71,7 @@ class SampleResult(BaseModel):
     resumed: bool = False
     path: str = Field("", description="trajectory file relative to the run directory")
     time_s: float = 0.0
+    guards: dict[str, GuardTally] = Field(default_factory=dict, description="answer guards that fired, by kind")
 
 
 class TaskResult(BaseModel):
@@ -71,6 +101,8 @@ class Metrics(BaseModel):
     n_empty: int = Field(0, description="samples with an empty response (solve errors included)")
     mean_score: float
     n_errors: int = Field(description="samples whose solve raised")
+    n_unsupported: int = Field(0, description="samples whose answer a blocking guard left unsupported (graded wrong)")
+    guards: dict[str, GuardTally] = Field(default_factory=dict, description="answer guards that fired, by kind")
 
 
 class EvalReport(BaseModel):
@@ -130,6 +162,8 @@ def compute_metrics(results: list[TaskResult], samples: int) -> Metrics:
         n_empty=sum(1 for r in results for p in r.samples if p.empty),
         mean_score=_mean(p.score for r in results for s in range(samples) if (p := _sample(r, s))),
         n_errors=sum(1 for r in results for p in r.samples if p.status == "error"),
+        n_unsupported=sum(1 for r in results for p in r.samples if p.status == "unsupported"),
+        guards=_sum_tallies(p.guards for r in results for p in r.samples),
     )
 
 
@@ -199,6 +233,18 @@ def _denominators_table(rows: dict[str, Metrics]) -> list[str]:
     return out
 
 
+def _guards_table(m: Metrics) -> list[str]:
+    """Guard firings by kind (agents/answer_guards.py) and the answers left unsupported."""
+    n = m.n_tasks * m.samples
+    out = [f"Unsupported answers (a blocking guard still fired; graded wrong): {m.n_unsupported} of {n} trajectories.",
+           ""]
+    if not m.guards:
+        return out + ["No guard fired."]
+    out += ["| guard | fired (answers) | re-asked | trajectories |", "|---|---|---|---|"]
+    out += [f"| {kind} | {t.fired} | {t.reasked} | {t.trajectories} |" for kind, t in m.guards.items()]
+    return out
+
+
 def format_kinds(counts: dict[str, int], none: str = "0") -> str:
     """Per-kind counts as one phrase, e.g. 'rate_limit 1, server 3' (the report and the eval summary)."""
     return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) or none
@@ -232,6 +278,7 @@ def render_report_md(report: EvalReport) -> str:
         statuses = ", ".join(sorted({p.status for p in r.samples}))
         lines.append(f"| {_cell(r.task_id)} | {_cell(r.category or '')} | {r.level or ''} | "
                      f"{r.n_correct}/{len(r.samples)} | {_mean(p.score for p in r.samples):.2f} | {statuses} |")
+    lines += ["", "## Answer guards", "", *_guards_table(o)]
     if report.llm_faults:
         lines += ["", "## LLM faults", "", "| role | retried | given up | empty completions |", "|---|---|---|---|"]
         for role, f in sorted(report.llm_faults.items()):

@@ -25,7 +25,10 @@ def render_event(console: Console, event: dict[str, Any]) -> None:
     elif kind == "feedback":
         console.print(f"[yellow]↺ {event['text']}[/]", highlight=False)
     elif kind == "answer":
-        console.print(Panel(event["text"], title="answer", title_align="left", border_style="bold green"),
+        unsupported = event.get("status") == "unsupported"  # a blocking answer guard still fired on it
+        console.print(Panel(event["text"], title="answer (unsupported: no code that read the data backs it)"
+                            if unsupported else "answer", title_align="left",
+                            border_style="bold yellow" if unsupported else "bold green"),
                       highlight=False, markup=False)
     elif kind == "done":
         console.print(f"[red]stopped without an answer ({event.get('status')})[/]")

@@ -71,9 +71,13 @@ def event_to_message(event: dict[str, Any]) -> ChatMessage | None:
             return {"role": "assistant", "content": f"File written: `{Path(path).name}`"}
         return {"role": "assistant", "content": {"path": path, "alt_text": Path(path).name}}
     if kind == "feedback":
-        return {"role": "assistant", "content": quote(f"↺ **Format check:** {event.get('text', '')}")}
+        label = f"Answer check ({event['guard']})" if event.get("guard") else "Format check"
+        return {"role": "assistant", "content": quote(f"↺ **{label}:** {event.get('text', '')}")}
     if kind == "answer":
-        return {"role": "assistant", "content": f"{FINAL_ANSWER_HEADING}\n\n{str(event.get('text', '')).strip()}"}
+        note = ("\n\n" + quote("⚠ **Unsupported:** no code that read the data backs this answer, or it copies the "
+                                "worked example") if event.get("status") == "unsupported" else "")
+        return {"role": "assistant",
+                "content": f"{FINAL_ANSWER_HEADING}\n\n{str(event.get('text', '')).strip()}{note}"}
     if kind == "done":
         status = event.get("status") or "unknown"
         hint = " — the turn limit was reached; ask again or raise analyst.max_turns" if status == "max_turns" else ""

@@ -1,0 +1,183 @@
+"""The answer guards as pure functions: hand-written answers, cells and data facts (agents/answer_guards.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from worldsmith.agents import answer_guards as g
+from worldsmith.agents.answer_guards import Cell, DataFacts
+
+FILES = ["/data/sales.csv"]
+READ = Cell("df = pd.read_csv('sales.csv')\nprint(df['amount'].sum())", ok=True, observation="60")
+FACTS = DataFacts(columns=("region", "price", "quantity", "revenue"),
+                  ranges={"price": (2.0, 9.5), "quantity": (1.0, 40.0), "revenue": (10.0, 300.0)})
+
+
+def kinds(findings) -> list[str]:
+    return [f.kind for f in findings]
+
+
+# --------------------------------------------------------------------------------------------- evidence
+
+
+def test_no_cell_means_no_evidence() -> None:
+    assert g.no_evidence([], FILES).detail == "no code has run"
+
+
+def test_every_cell_failed_is_no_evidence() -> None:
+    failed = Cell("df = pd.read_csv('sales.csv')", ok=False, observation="FileNotFoundError")
+    assert g.no_evidence([failed, failed], FILES).detail == "every code cell failed"
+
+
+def test_a_successful_cell_that_reads_nothing_is_no_evidence() -> None:
+    made_up = Cell("df = pd.DataFrame({'amount': [1, 2]})\nprint(df['amount'].sum())", ok=True, observation="3")
+    assert g.no_evidence([made_up], FILES).detail == "no code cell that ran read the data files"
+
+
+def test_reading_a_file_is_evidence_whatever_its_name() -> None:
+    assert g.no_evidence([READ], FILES) is None
+    odd = Cell("df = pd.read_csv('a=b+c d.csv')\nprint(len(df))", ok=True)
+    assert g.no_evidence([odd], ["/in/a=b+c d.csv"]) is None
+    by_name = Cell("import sqlite3\ncon = sqlite3.connect('shop.db')", ok=True)
+    assert g.no_evidence([by_name], ["/in/shop.db"]) is None
+
+
+def test_a_variable_a_failed_reading_cell_made_carries_the_data_into_a_later_cell() -> None:
+    # the read ran, the next line failed (wrong column): df exists, and the fixed cell uses it
+    half = Cell("df = pd.read_csv('sales.csv')\nprint(df['Amount'].sum())", ok=False, observation="KeyError")
+    fixed = Cell("total = df['amount'].sum()\nprint(total)", ok=True, observation="60")
+    assert g.no_evidence([half, fixed], FILES) is None
+    unrelated = Cell("x = 3\nprint(x)", ok=True)
+    assert g.no_evidence([half, unrelated], FILES) is not None
+
+
+def test_no_files_nothing_to_touch() -> None:
+    assert g.no_evidence([], []) is None
+
+
+# --------------------------------------------------------------------------------------------- the worked example
+
+
+def test_the_worked_examples_names_never_pass_unless_requested() -> None:
+    f = g.example_copy("@mean_age[41.27] @n_over_60[18]", ["total"], [READ])
+    assert f is not None and f.kind == "example_copy" and "@mean_age" in f.detail and "@n_over_60" in f.detail
+    assert g.example_copy("@mean_age[37.5]", ["mean_age"], [READ]) is None  # requested: an ordinary name
+
+
+def test_the_worked_examples_sentence_is_a_copy() -> None:
+    answer = "The average age is 41.27 and 18 people are older than 60.\n@total[60]"
+    assert g.example_copy(answer, ["total"], [READ]).detail.startswith("it repeats the sentence")
+
+
+def test_the_examples_value_under_a_requested_name_is_a_copy_unless_an_output_shows_it() -> None:
+    assert g.example_copy("@total[41.27]", ["total"], [READ]) is not None  # the output showed 60
+    shown = Cell("print(df['x'].mean())", ok=True, observation="41.27")
+    assert g.example_copy("@total[41.27]", ["total"], [READ, shown]) is None
+    in_a_year = Cell("print(2018)", ok=True, observation="2018")  # 18 inside 2018 is not 18
+    assert g.example_copy("@count[18]", ["count"], [in_a_year]) is not None
+
+
+# --------------------------------------------------------------------------------------------- names
+
+
+def test_names_outside_the_request_fire_and_missing_ones_are_left_to_the_format_check() -> None:
+    f = g.extra_names("@total[60] @sum[60]", ["total"])
+    assert f.kind == "names" and f.detail.startswith("@sum,")
+    assert g.extra_names("@total[60]", ["total", "mean"]) is None  # missing: answer_problems says so
+    assert g.extra_names("@anything[1]", []) is None  # nothing requested
+    assert g.extra_names("@total[60] @mean_age[41.27]", ["total"]) is None  # the worked example's: example_copy
+
+
+# --------------------------------------------------------------------------------------------- self-correlation
+
+
+def test_the_target_named_as_its_own_strongest_correlate_fires() -> None:
+    q = "Which numeric column is most strongly correlated with revenue? Answer as @column[name]."
+    f = g.self_correlation("@column[revenue]", q, ["column"], FACTS)
+    assert f is not None and "revenue" in f.detail
+    assert g.self_correlation("@column[price]", q, ["column"], FACTS) is None
+
+
+def test_a_column_among_the_candidates_is_not_the_target() -> None:
+    q = "Of price and quantity, which correlates more strongly with revenue? Answer as @column[name]."
+    assert g.correlation_targets(q, FACTS.columns) == ["revenue"]
+    assert g.self_correlation("@column[quantity]", q, ["column"], FACTS) is None
+    assert g.self_correlation("@column[Revenue]", q, ["column"], FACTS) is not None  # case does not hide it
+
+
+def test_not_a_correlation_question_never_fires() -> None:
+    assert g.self_correlation("@column[revenue]", "Which column has most missing values?", ["column"], FACTS) is None
+
+
+# --------------------------------------------------------------------------------------------- out of range
+
+
+def test_a_mean_outside_the_columns_range_fires() -> None:
+    q = "What is the mean price? Answer as @mean_price[value] rounded to two decimals."
+    f = g.out_of_range("@mean_price[12.40]", q, ["mean_price"], FACTS)
+    assert f is not None and "price" in f.detail and "2 to 9.5" in f.detail
+    assert g.out_of_range("@mean_price[5.25]", q, ["mean_price"], FACTS) is None
+
+
+def test_rounding_of_an_extreme_is_not_out_of_range() -> None:
+    facts = DataFacts(columns=("price",), ranges={"price": (0.123, 9.5)})
+    q = "What is the minimum price? Answer as @min_price[value] rounded to two decimals."
+    assert g.out_of_range("@min_price[0.12]", q, ["min_price"], facts) is None  # 0.123 shown at 2 decimals
+    assert g.out_of_range("@min_price[0.11]", q, ["min_price"], facts) is not None
+
+
+def test_the_column_comes_from_the_question_when_the_name_does_not_say() -> None:
+    q = "What is the median quantity ordered? Answer as @answer[value]."
+    assert g.out_of_range("@answer[55]", q, ["answer"], FACTS) is not None
+
+
+def test_derived_quantities_are_not_range_checked() -> None:
+    assert g.out_of_range("@total_revenue[5000]", "What is the total revenue?", ["total_revenue"], FACTS) is None
+    assert g.out_of_range("@mean_price[0.0]", "Standardize price, then give its mean. @mean_price[value]",
+                          ["mean_price"], FACTS) is None
+    assert g.out_of_range("@std_price[20]", "Give the standard deviation of price.", ["std_price"], FACTS) is None
+    assert g.out_of_range("@answer[66.5]", "What is seven times the maximum price?", ["answer"], FACTS) is None
+
+
+def test_data_facts_keep_no_range_from_a_sampled_table() -> None:
+    col = lambda name, lo, hi: SimpleNamespace(name=name, semantic_type="numeric", min=lo, max=hi)  # noqa: E731
+    text = SimpleNamespace(name="city", semantic_type="categorical", min=None, max=None)
+    ws = SimpleNamespace(tables=[SimpleNamespace(sampled=False, columns=[col("a", 1, 5), text]),
+                                 SimpleNamespace(sampled=False, columns=[col("a", -2, 3)]),
+                                 SimpleNamespace(sampled=True, columns=[col("b", 0, 1)])])
+    facts = DataFacts.from_profile(ws)
+    assert facts.columns == ("a", "city", "b") and facts.ranges == {"a": (-2.0, 5.0)}
+    assert DataFacts.from_state(facts.to_state()) == facts
+
+
+# --------------------------------------------------------------------------------------------- the check node's rule
+
+
+def test_check_answer_lists_findings_in_order_and_pick_respects_budgets() -> None:
+    found = g.check_answer("@mean_age[41.27] @n_over_60[18]", "What is the total?", ["total"], [], FILES, FACTS)
+    assert kinds(found) == ["no_evidence", "example_copy"]  # the example's names are the copy guard's alone
+    found = g.check_answer("@mean_age[41.27] @sum[60]", "What is the total?", ["total"], [], FILES, FACTS)
+    assert kinds(found) == ["no_evidence", "example_copy", "names"]
+    assert g.pick_reask(found, set(), format_first=False).kind == "no_evidence"
+    assert g.pick_reask(found, {"no_evidence"}, format_first=False).kind == "example_copy"
+    assert g.pick_reask(found, {"no_evidence", "example_copy", "names"}, format_first=False) is None
+    late = [g.Finding("out_of_range", "x")]
+    assert g.pick_reask(late, set(), format_first=True) is None  # format problems take the turn first
+    assert g.blocks(kinds(found)) and not g.blocks(["names", "out_of_range"])
+
+
+def test_every_guard_has_feedback_that_names_the_request() -> None:
+    for kind in g.ORDER:
+        text = g.feedback(g.Finding(kind, "DETAIL"), ["total"])
+        assert "DETAIL" in text and ("@total[value]" in text or kind == "no_evidence")
+
+
+def test_profile_facts_read_the_real_profiler(tmp_path) -> None:
+    p = tmp_path / "shop.csv"
+    p.write_text("city,price,quantity\nOslo,2.5,10\nRome,8,3\nLima,4,7\n")
+    facts = g.profile_facts([str(p)])
+    assert facts.columns == ("city", "price", "quantity")
+    assert facts.ranges == {"price": (2.5, 8.0), "quantity": (3.0, 10.0)}
+    assert g.profile_facts([str(p)]) is facts  # unchanged file: not profiled again
+    p.write_text("city,price,quantity\nOslo,2.5,10\nRome,80,3\n")
+    assert g.profile_facts([str(p)]).ranges["price"] == (2.5, 80.0)

@@ -1,0 +1,188 @@
+"""The answer guards in the analyst graph, with the scripted model: each re-asks at most once within the turn limit,
+is recorded on the trajectory and in the conversation, and the eval grades and counts what they found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worldsmith.core.runs import RunDir
+from worldsmith.core.schemas import AnswerSpec, Provenance, Task, Trajectory
+from worldsmith.graphs.analyst import build_analyst_graph, initial_state
+from worldsmith.training.data import accept
+from worldsmith.training.evaluate import evaluate
+
+TOTAL = "What is the total of the amount column? Answer as @total[value]."
+READ_TOTAL = "<think>Load and sum.</think><code>df = pd.read_csv('sales.csv')\nprint(df['amount'].sum())</code>"
+FAILING = "<think>Load.</think><code>df = pd.read_csv('nope.csv')</code>"
+COPY = ("<think>Answer.</think><answer>The average age is 41.27 and 18 people are older than 60.\n"
+        "@mean_age[41.27]\n@n_over_60[18]</answer>")
+
+
+def answer(text: str) -> str:
+    return f"<think>Answer.</think><answer>{text}</answer>"
+
+
+@pytest.fixture
+def shop_csv(tmp_path: Path) -> Path:
+    p = tmp_path / "shop" / "shop.csv"
+    p.parent.mkdir()
+    p.write_text("price,quantity,revenue\n2,10,20\n4,12,48\n6,20,120\n8,25,200\n")
+    return p
+
+
+async def _solve(rt, question: str, files: list[Path], task_id: str = "t1") -> Trajectory:
+    state = initial_state(question, [str(f) for f in files], task_id=task_id, session_id=f"s-{task_id}")
+    try:
+        out = await build_analyst_graph().ainvoke(state, {"recursion_limit": 200}, context=rt)
+    finally:
+        await rt.sessions.close_all()
+    return Trajectory.model_validate(out["trajectory"])
+
+
+def fired(traj: Trajectory) -> list[tuple[str, bool]]:
+    return [(g.kind, g.reasked) for g in traj.guards]
+
+
+def guard_messages(traj: Trajectory) -> list[str]:
+    """Sources of the guard re-asks in the conversation exactly as the model received it."""
+    return [m.source for m in traj.messages() if m.source.startswith("guard:")]
+
+
+async def test_a_worked_example_copy_is_reasked_and_cannot_pass(scripted, sales_csv: Path, tmp_path: Path) -> None:
+    script, make_rt = scripted
+    # the model computes 60, then answers with the worked example's sentence and numbers, and keeps doing so
+    script.queue(READ_TOTAL)
+    script.fallback(COPY)
+    rt = make_rt()
+    task = Task(id="copy", kind="closed_form", instruction=TOTAL, provenance=Provenance(source="manual"),
+                answers=[AnswerSpec(name="total", value=60)])
+    report = await evaluate([task], lambda t, s: _solve(rt, TOTAL, [sales_csv], t.id), run_dir=RunDir.create(
+        "eval", tmp_path / "runs"))
+    traj = Trajectory.model_validate_json((tmp_path / "runs").glob("*/trajectories/copy/0.json").__next__().read_text())
+    assert fired(traj)[0] == ("example_copy", True)
+    assert "copies the worked example" in script.requests[2].last_user
+    assert guard_messages(traj)[0] == "guard:example_copy"
+    assert traj.status == "unsupported" and not traj.grades[-1].passed
+    assert ("example_copy", False) in fired(traj)  # still a copy once its re-ask was spent: kept, on record
+    assert report.overall.n_unsupported == 1 and report.overall.guards["example_copy"].reasked == 1
+    assert accept(traj) == "status unsupported"  # never a teacher trajectory
+
+
+async def test_the_right_number_under_the_examples_sentence_still_cannot_pass(scripted, sales_csv: Path,
+                                                                             tmp_path: Path) -> None:
+    script, make_rt = scripted
+    script.queue(READ_TOTAL)
+    script.fallback(answer("The average age is 41.27 and 18 people are older than 60.\n@total[60]"))
+    rt = make_rt()
+    task = Task(id="sentence", kind="closed_form", instruction=TOTAL, provenance=Provenance(source="manual"),
+                answers=[AnswerSpec(name="total", value=60)])
+    report = await evaluate([task], lambda t, s: _solve(rt, TOTAL, [sales_csv], t.id),
+                            run_dir=RunDir.create("eval", tmp_path / "runs"))
+    assert report.overall.pass_at_1 == 0.0 and report.overall.n_unsupported == 1
+
+
+async def test_an_answer_after_every_cell_failed_is_reasked_then_recorded_unsupported(scripted, sales_csv: Path,
+                                                                                      tmp_path: Path) -> None:
+    script, make_rt = scripted
+    script.queue(FAILING, answer("@total[60]"), answer("@total[60]"))  # a right guess, twice
+    rt = make_rt()
+    task = Task(id="guess", kind="closed_form", instruction=TOTAL, provenance=Provenance(source="manual"),
+                answers=[AnswerSpec(name="total", value=60)])
+    run = RunDir.create("eval", tmp_path / "runs")
+    report = await evaluate([task], lambda t, s: _solve(rt, TOTAL, [sales_csv], t.id), run_dir=run)
+    traj = Trajectory.model_validate_json((run.path / "trajectories" / "guess" / "0.json").read_text())
+    assert [s.action.kind for s in traj.steps] == ["code", "answer", "answer"]
+    assert fired(traj) == [("no_evidence", True), ("no_evidence", False)]
+    assert traj.guards[0].detail == "every code cell failed"
+    assert "not based on the data yet: every code cell failed" in script.requests[2].last_user
+    assert guard_messages(traj) == ["guard:no_evidence"]
+    assert traj.status == "unsupported" and traj.final_answer == "@total[60]"
+    grade = traj.grades[-1]
+    assert not grade.passed and grade.score == 0.0 and "on its own it passed" in grade.note
+    assert report.overall.pass_at_1 == 0.0
+    md = (run.path / "report.md").read_text()
+    assert "## Answer guards" in md and "| no_evidence | 2 | 1 | 1 |" in md
+    assert "Unsupported answers (a blocking guard still fired; graded wrong): 1 of 1" in md
+
+
+async def test_the_turn_limit_holds_a_reask_back(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(FAILING, answer("@total[60]"))
+    traj = await _solve(make_rt(analyst={"max_turns": 2}), TOTAL, [sales_csv])
+    assert len(traj.steps) == 2 and fired(traj) == [("no_evidence", False)]
+    assert traj.status == "unsupported" and guard_messages(traj) == []
+
+
+async def test_turns_running_out_after_a_reask_keep_the_answer_unsupported(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(FAILING, answer("@total[60]"), FAILING)  # re-asked, it runs code again and the turns are spent
+    traj = await _solve(make_rt(analyst={"max_turns": 3}), TOTAL, [sales_csv])
+    assert [s.action.kind for s in traj.steps] == ["code", "answer", "code"]
+    assert traj.status == "unsupported" and traj.final_answer == "@total[60]"
+
+
+async def test_names_outside_the_request_are_reasked_once(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(READ_TOTAL, answer("@total[60] @mean[20]"), answer("@total[60]"))
+    traj = await _solve(make_rt(), TOTAL, [sales_csv])
+    assert fired(traj) == [("names", True)]
+    assert "writes @mean, which the question did not ask for" in script.requests[2].last_user
+    assert "exactly these names and no others: @total[value]" in script.requests[2].last_user
+    assert traj.status == "answered" and traj.final_answer == "@total[60]"
+
+
+async def test_a_self_correlation_answer_gets_one_corrective_reask(scripted, shop_csv: Path) -> None:
+    script, make_rt = scripted
+    q = "Which column is most strongly correlated with revenue? Answer as @column[name]."
+    corr = "<think>Correlate.</think><code>df = pd.read_csv('shop.csv')\nprint(df.corr()['revenue'])</code>"
+    script.queue(corr, answer("@column[revenue]"), answer("@column[quantity]"))
+    traj = await _solve(make_rt(), q, [shop_csv])
+    assert fired(traj) == [("self_correlation", True)]
+    assert "@column[revenue] names revenue" in script.requests[2].last_user
+    assert guard_messages(traj) == ["guard:self_correlation"]
+    assert traj.status == "answered" and traj.final_answer == "@column[quantity]"
+    model_turns = [(m.content, m.trainable) for m in traj.messages() if m.source == "model"]
+    assert [t for _, t in model_turns] == [True, False, True]  # the answer the guard sent back never trains
+    assert "@column[revenue]" in model_turns[1][0]
+
+
+async def test_a_second_self_correlation_answer_is_kept_not_reasked_again(scripted, shop_csv: Path) -> None:
+    script, make_rt = scripted
+    q = "Which column is most strongly correlated with revenue? Answer as @column[name]."
+    corr = "<think>Correlate.</think><code>df = pd.read_csv('shop.csv')\nprint(df.corr()['revenue'])</code>"
+    script.queue(corr, answer("@column[revenue]"), answer("@column[revenue]"))
+    traj = await _solve(make_rt(), q, [shop_csv])
+    assert fired(traj) == [("self_correlation", True), ("self_correlation", False)]
+    assert traj.status == "answered"  # a corrective guard: the answer stands (and the grader judges it)
+
+
+async def test_a_mean_outside_the_observed_range_gets_one_corrective_reask(scripted, shop_csv: Path) -> None:
+    script, make_rt = scripted
+    q = "What is the mean price? Answer as @mean_price[value]."
+    code = "<think>Mean.</think><code>df = pd.read_csv('shop.csv')\nprint(df['price'].mean())</code>"
+    script.queue(code, answer("@mean_price[50]"), answer("@mean_price[5]"))
+    traj = await _solve(make_rt(), q, [shop_csv])
+    assert fired(traj) == [("out_of_range", True)]
+    assert "outside the observed range of price (2 to 8)" in script.requests[2].last_user
+    assert traj.status == "answered" and traj.final_answer == "@mean_price[5]"
+
+
+async def test_a_clean_answer_fires_nothing(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(READ_TOTAL, answer("The total is 60. @total[60]"))
+    traj = await _solve(make_rt(), TOTAL, [sales_csv])
+    assert traj.guards == [] and traj.status == "answered" and len(script.requests) == 2
+
+
+async def test_reading_a_file_with_an_odd_name_counts_as_evidence(scripted, tmp_path: Path) -> None:
+    script, make_rt = scripted
+    odd = tmp_path / "in" / "q=1+2 sales.csv"
+    odd.parent.mkdir()
+    odd.write_text("region,amount\nnorth,10\nsouth,20\neast,30\n")
+    script.queue("<think>Load.</think><code>print(pd.read_csv('q=1+2 sales.csv')['amount'].sum())</code>",
+                 answer("@total[60]"))
+    traj = await _solve(make_rt(), TOTAL, [odd])
+    assert traj.steps[0].execution.ok, traj.steps[0].observation
+    assert traj.guards == [] and traj.status == "answered"
