@@ -97,7 +97,8 @@ def _sig(x: float | str | None) -> str:
     mag = math.floor(math.log10(abs(x)))
     if mag >= 15 or mag < -4:
         return f"{x:.4g}"
-    return f"{x:.{max(0, 3 - mag)}f}"
+    text = f"{x:.{max(0, 3 - mag)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _cell(text: str) -> str:
@@ -182,7 +183,7 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
         f"# Workspace: {len(ws.tables)} tables, {len(ws.documents)} documents, "
         f"{len(ws.failures)} unreadable, {len(ws.other_files)} other files"
     )
-    blocks = [summary]
+    blocks = [] if d in COMPACT_LEVELS else [summary]  # compact: each section below says what it lists
     blocks.extend(_table(t, d) for t in ws.tables)
     if ws.joins and d.max_joins:
         lines = ["## Candidate joins"]
