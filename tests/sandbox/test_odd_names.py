@@ -39,7 +39,7 @@ def odd_inputs(tmp_path: Path) -> list[Path]:
 
 def _load_lines(profile_text: str) -> list[tuple[str, str, str | None]]:
     """(file name, load call, alias load call) per table, exactly as printed in the file list."""
-    blocks = [b for b in profile_text.split("\n## ")[1:] if not b.startswith("Candidate joins")]
+    blocks = [b for b in re.split(r"^## ", profile_text, flags=re.M)[1:] if not b.startswith("Candidate joins")]
     out = []
     for block in blocks:
         load = re.search(r"^load: (.+)$", block, re.M)

@@ -27,6 +27,7 @@ class Detail:
     max_joins: int
     max_top: int = 5
     sample_columns: int = 1000  # columns shown in the sample rows
+    compact: bool = False  # the compact style (see the module docstring)
 
 
 LEVELS: tuple[Detail, ...] = (
@@ -43,14 +44,16 @@ LEVELS: tuple[Detail, ...] = (
 
 #: The compact style: schema lines (with ranges / values while `max_top`) and a few rows of the first columns.
 COMPACT_LEVELS: tuple[Detail, ...] = (
-    Detail(3, "schema", 60, 4, 10, 8, sample_columns=12),
-    Detail(2, "schema", 40, 2, 8, 5, sample_columns=8),
-    Detail(0, "schema", 30, 2, 6, 5),
-    Detail(0, "schema", 40, 1, 5, 0),
-    Detail(0, "names", 30, 1, 5),
-    Detail(0, "none", 0, 0, 3),
+    Detail(3, "schema", 60, 4, 10, 8, sample_columns=12, compact=True),
+    Detail(2, "schema", 40, 2, 8, 5, sample_columns=8, compact=True),
+    Detail(0, "schema", 30, 2, 6, 5, compact=True),
+    Detail(0, "schema", 40, 1, 5, 0, compact=True),
+    Detail(0, "names", 30, 1, 5, compact=True),
+    Detail(0, "none", 0, 0, 3, compact=True),
 )
 _DECIMAL = re.compile(r"-?\d+\.\d+")
+# notes a schema line can show itself: a quoted name shows its spaces, `values x` a constant
+_SHOWN_NOTES = ("column name has surrounding whitespace", "constant column")
 
 
 def _num(x: float | str | None) -> str:
@@ -125,7 +128,8 @@ def _table_header(t: TableProfile, compact: bool = False) -> str:
 
 def _column_schema(c: ColumnProfile, n_rows: int, exact: bool, max_top: int) -> str:
     """`- name: dtype; N nulls; range or values` — the schema line of the compact style."""
-    parts = [f"- {c.name}: {c.dtype}"]
+    name = repr(c.name) if c.name != c.name.strip() else c.name  # 'total ' : the quotes show the space
+    parts = [f"- {name}: {c.dtype}"]
     if c.null_rate > 0:
         parts.append(f"{'' if exact else '~'}{round(c.null_rate * n_rows):,} nulls")
     if max_top:
@@ -140,15 +144,16 @@ def _column_schema(c: ColumnProfile, n_rows: int, exact: bool, max_top: int) -> 
             parts.append(f"{c.n_unique:,} distinct, most common " + ", ".join(shown))
         else:
             parts.append(f"{c.n_unique:,} distinct")
-    line = "; ".join(parts)
-    return line + "".join(f"  ! {note}" for note in c.notes)
+    shown_notes = _SHOWN_NOTES if any(p.startswith("values ") for p in parts) else _SHOWN_NOTES[:1]
+    notes = [n for n in c.notes if not n.startswith(shown_notes)]
+    return "; ".join(parts) + "".join(f"  ! {note}" for note in notes)
 
 
 def _table(t: TableProfile, d: Detail) -> str:
-    compact = d in COMPACT_LEVELS
+    compact = d.compact
     lines = [_table_header(t, compact)]
-    if d.columns == "none":
-        return lines[0].split("\n")[0]
+    if d.columns == "none":  # the compact style keeps the load call even here
+        return lines[0] if compact else lines[0].split("\n")[0]
     if t.candidate_keys and not compact:
         lines.append("candidate keys: " + "; ".join("(" + ", ".join(k) + ")" for k in t.candidate_keys[:3]))
     shown = t.columns[: d.max_columns]
@@ -183,7 +188,7 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
         f"# Workspace: {len(ws.tables)} tables, {len(ws.documents)} documents, "
         f"{len(ws.failures)} unreadable, {len(ws.other_files)} other files"
     )
-    blocks = [] if d in COMPACT_LEVELS else [summary]  # compact: each section below says what it lists
+    blocks = [] if d.compact else [summary]  # compact: each section below says what it lists
     blocks.extend(_table(t, d) for t in ws.tables)
     if ws.joins and d.max_joins:
         lines = ["## Candidate joins"]
