@@ -55,7 +55,7 @@ def test_compact_profile_is_shorter_and_keeps_the_schema_within_budget(tmp_path:
                                   "données été.csv", "tab\there.csv"])
 def test_py_str_is_a_python_literal_of_the_name(text: str) -> None:
     literal = py_str(text)
-    assert eval(literal) == text  # noqa: S307 - the point is that Python reads it back
+    assert eval(literal) == text  # the point: Python reads it back
     if '"' not in text:
         assert literal.startswith('"')
 
@@ -93,7 +93,7 @@ def test_profiled_load_calls_read_the_file_as_profiled(tmp_path: Path) -> None:
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        frames = {label: eval(call, {"pd": pd, "json": json, "sqlite3": sqlite3}) for label, call in loads.items()}  # noqa: S307
+        frames = {label: eval(call, {"pd": pd, "json": json, "sqlite3": sqlite3}) for label, call in loads.items()}
     finally:
         os.chdir(cwd)
     assert frames["semi colon.csv"]["b"].tolist() == [2.5, 4.25]

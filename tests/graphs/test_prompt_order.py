@@ -61,3 +61,17 @@ async def test_questions_on_different_files_share_the_system_prompt_and_example(
     assert first.messages[-1]["content"] != second.messages[-1]["content"]
     assert 'load: pd.read_csv("other data.csv")' in second.messages[-1]["content"]
     assert traj["calls"][0]["sampling"]["max_tokens"] == 200
+
+
+async def test_caller_hints_go_in_the_task_turn_not_the_system_prompt(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    rt = make_rt()
+    plain, _ = await _first_request(script, rt, Q1, [sales_csv], "a")
+    script.queue(CODE_TURN, ANSWER_TURN)
+    n = len(script.requests)
+    state = {**initial_state(Q1, [str(sales_csv)], session_id="b"), "hints": "Amounts are in euros."}
+    await build_analyst_graph().ainvoke(state, {"recursion_limit": 100}, context=rt)
+    await rt.sessions.close_all()
+    hinted = script.requests[n]
+    assert hinted.messages[:-1] == plain.messages[:-1]
+    assert "# Method notes\nAmounts are in euros." in hinted.messages[-1]["content"]

@@ -39,11 +39,11 @@ def odd_inputs(tmp_path: Path) -> list[Path]:
 
 def _load_lines(profile_text: str) -> list[tuple[str, str, str | None]]:
     """(file name, load call, alias load call) per table, exactly as printed in the file list."""
-    blocks = [b for b in re.split(r"^## ", profile_text, flags=re.M)[1:] if not b.startswith("Candidate joins")]
+    blocks = [b for b in re.split(r"^## ", profile_text, flags=re.MULTILINE)[1:] if not b.startswith("Candidate joins")]
     out = []
     for block in blocks:
-        load = re.search(r"^load: (.+)$", block, re.M)
-        alias = re.search(r"^  or: (.+?)  \(the same file under a plain name\)$", block, re.M)
+        load = re.search(r"^load: (.+)$", block, re.MULTILINE)
+        alias = re.search(r"^  or: (.+?)  \(the same file under a plain name\)$", block, re.MULTILINE)
         assert load is not None, block
         out.append((block.split(" — ")[0], load.group(1), alias.group(1) if alias else None))
     return out
@@ -71,7 +71,7 @@ async def test_bwrap_mounts_aliases_under_data(odd_inputs: list[Path], workspace
     async with open_sandbox(fast_config("local"), workspace, inputs=odd_inputs) as sb:
         r = await sb.run("import os\nprint(sorted(os.listdir('/data')))")
         assert r.ok, r.to_observation()
-        listed = eval(r.stdout)  # noqa: S307 - our own printed list
+        listed = eval(r.stdout)  # our own printed list
         # inputs in the order given: aliases are file_<position>.csv
         assert listed == sorted([*ODD, "file_1.csv", "file_2.csv", "file_3.csv", "file_4.csv"])
         r = await sb.run("print(open('/data/file_1.csv').read() == open('/data/a=b+c d.csv').read())")

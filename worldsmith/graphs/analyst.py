@@ -281,13 +281,17 @@ def _same_output(before: str, now: str) -> bool:
 
 
 def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, Any]], str]:
-    """Messages that open a question (file I/O: profiling and prompt templates, so run it off the event loop)."""
+    """Messages that open a question (file I/O: profiling and prompt templates, so run it off the event loop).
+
+    Everything task-specific goes in the task turn, after the system prompt and worked example, so those stay
+    byte-identical across questions and the model's prefix cache reuses them."""
     new: list[dict[str, Any]] = []
-    hints = agent.category_hints(state.get("categories") or [])
-    user_templates = (agent.USER_TEMPLATE, agent.HINTS_TEMPLATE) if hints else (agent.USER_TEMPLATE,)
+    category = agent.category_hints(state.get("categories") or [])
+    hints = "\n".join(h.strip() for h in (category, state.get("hints") or "") if h.strip())
+    user_templates = (agent.USER_TEMPLATE, agent.HINTS_TEMPLATE) if category else (agent.USER_TEMPLATE,)
     if not state.get("messages"):
         profile_text = agent.files_profile(state.get("files", []), profile_chars)
-        new.append(_msg("system", agent.system_prompt(state.get("hints")), "system", agent.SYSTEM_TEMPLATE))
+        new.append(_msg("system", agent.system_prompt(), "system", agent.SYSTEM_TEMPLATE))
         new.extend({**m, "source": "example", "templates": agent.versions(agent.EXAMPLE_TEMPLATE)}
                    for m in agent.few_shot_messages())
         user_prompt = agent.user_prompt(state["question"], profile_text, names, hints)
