@@ -111,3 +111,14 @@ def test_aliases_only_for_awkward_names_and_never_clash() -> None:
     assert input_aliases(["x y.csv", "file_1.csv"]) == {"x y.csv": "file_1_2.csv"}  # the real file_1.csv wins
     mounts = input_mounts([Path("/d/x y.csv"), Path("/d/ok.csv")])
     assert mounts == [("x y.csv", Path("/d/x y.csv")), ("ok.csv", Path("/d/ok.csv")), ("file_1.csv", Path("/d/x y.csv"))]
+
+
+def test_compact_profile_lists_joins_that_share_values_only(tmp_path: Path) -> None:
+    (tmp_path / "orders.csv").write_text("customer_id,total\n1,10\n2,20\n2,5\n")
+    (tmp_path / "customers.csv").write_text("customer_id,total\n1,100\n2,200\n")
+    ws = profile_workspace([tmp_path / "orders.csv", tmp_path / "customers.csv"], as_mounted=True)
+    full, compact = ws.to_prompt(max_chars=4000), ws.to_prompt(max_chars=4000, compact=True)
+    # by hand: customer_id shares 1 and 2; total shares no value (10, 20, 5 against 100, 200)
+    assert "orders.csv.total ↔ customers.csv.total" in full
+    assert "orders.csv.total ↔ customers.csv.total" not in compact
+    assert "orders.csv.customer_id ↔ customers.csv.customer_id" in compact

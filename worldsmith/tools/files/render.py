@@ -190,9 +190,11 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
     )
     blocks = [] if d.compact else [summary]  # compact: each section below says what it lists
     blocks.extend(_table(t, d) for t in ws.tables)
-    if ws.joins and d.max_joins:
+    # compact: a same-named column pair that shares no value is no join worth the tokens
+    joins = [j for j in ws.joins if not (d.compact and j.overlap_ratio == 0)]
+    if joins and d.max_joins:
         lines = ["## Candidate joins"]
-        for j in ws.joins[: d.max_joins]:
+        for j in joins[: d.max_joins]:
             extra = [j.reason]
             if j.overlap_ratio is not None:
                 extra.append(f"overlap {j.overlap_ratio:.0%}")
@@ -200,8 +202,8 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
             if uniq:
                 extra.append("unique: " + "+".join(uniq))
             lines.append(f"- {j.left.label} ↔ {j.right.label} ({'; '.join(extra)})")
-        if len(ws.joins) > d.max_joins:
-            lines.append(f"… {len(ws.joins) - d.max_joins} more")
+        if len(joins) > d.max_joins:
+            lines.append(f"… {len(joins) - d.max_joins} more")
         blocks.append("\n".join(lines))
     cap = max(d.max_joins, 3)  # list lengths shrink with the level too
     if ws.failures:
