@@ -22,15 +22,15 @@ def test_defaults_use_embedded_default_model(tmp_path: Path) -> None:
 
 
 def test_precedence_flags_over_env_over_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = _toml(tmp_path, '[analyst]\nmax_turns = 4\nmax_tokens = 700\ncell_timeout_s = 9\n')
+    cfg = _toml(tmp_path, '[analyst]\nmax_turns = 4\nmax_tokens_per_turn = 700\ncell_timeout_s = 9\n')
     s = load_settings(cfg)
-    assert (s.analyst.max_turns, s.analyst.max_tokens, s.analyst.cell_timeout_s) == (4, 700, 9)
+    assert (s.analyst.max_turns, s.analyst.max_tokens_per_turn, s.analyst.cell_timeout_s) == (4, 700, 9)
     monkeypatch.setenv("WORLDSMITH_ANALYST__MAX_TURNS", "6")
-    monkeypatch.setenv("WORLDSMITH_ANALYST__MAX_TOKENS", "800")
+    monkeypatch.setenv("WORLDSMITH_ANALYST__MAX_TOKENS_PER_TURN", "800")
     s = load_settings(cfg)
-    assert (s.analyst.max_turns, s.analyst.max_tokens, s.analyst.cell_timeout_s) == (6, 800, 9)
+    assert (s.analyst.max_turns, s.analyst.max_tokens_per_turn, s.analyst.cell_timeout_s) == (6, 800, 9)
     s = load_settings(cfg, parse_overrides(["analyst.max_turns=8"]))
-    assert (s.analyst.max_turns, s.analyst.max_tokens, s.analyst.cell_timeout_s) == (8, 800, 9)
+    assert (s.analyst.max_turns, s.analyst.max_tokens_per_turn, s.analyst.cell_timeout_s) == (8, 800, 9)
 
 
 def test_role_override_merges_over_default(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ def test_sections_are_filled_by_name_and_missing_ones_are_named() -> None:
 
 def test_the_analysts_task_turn_is_built_from_its_template() -> None:
     text = agent.user_prompt("  How many rows?  ", "rows.csv: 3 rows", ["n"], hints="count with len()")
-    assert text == ("# Task\nHow many rows?\n\n# Files in your working directory\nrows.csv: 3 rows\n\n"
+    # the file list comes before the question: questions on the same files share the prompt up to the question
+    assert text == ("# Files in your working directory\nrows.csv: 3 rows\n\n# Task\nHow many rows?\n\n"
                     "# Method notes\ncount with len()\n\n# Answer format\nYour final <answer> must contain: @n[value]"
                     "\n\nStart with <think>, then write <code> to explore or compute.")
     assert agent.user_prompt("Q?", "", []) == "# Task\nQ?\n\nStart with <think>, then write <code> to explore or compute."

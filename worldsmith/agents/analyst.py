@@ -22,6 +22,7 @@ EXAMPLE_TEMPLATE = "analyst_example.json"
 USER_TEMPLATE = "analyst_user.md"
 HINTS_TEMPLATE = "analyst_hints.md"
 FEEDBACK_TEMPLATE = "analyst_feedback.md"
+PRELUDE_TEMPLATE = "analyst_prelude.py.txt"
 
 _NAME_RE = re.compile(r"@(\w+)\[")
 
@@ -45,8 +46,21 @@ def system_prompt(extra: str | None = None) -> str:
     return "\n\n".join(parts)
 
 
-#: Run once in every fresh analyst sandbox, so the names the system prompt promises exist.
-PRELUDE = "import sqlite3\nimport pandas as pd\nimport numpy as np\nimport matplotlib.pyplot as plt"
+#: Run once in every fresh analyst sandbox, so the names the system prompt promises exist (pd, np, plt, and the
+#: `profile()` helper that prints the column statistics the compact file profile leaves out).
+PRELUDE = template(PRELUDE_TEMPLATE).text
+
+
+def files_profile(files: list[str], max_chars: int) -> str:
+    """The file list of the task turn: each input's exact load call, schema and a few rows, as the sandbox
+    mounts it (by base name, and under a plain alias when the name is awkward)."""
+    if not files:
+        return "(no files)"
+    from pathlib import Path
+
+    from worldsmith.tools.files import profile_workspace
+
+    return profile_workspace([Path(f) for f in files], as_mounted=True).to_prompt(max_chars=max_chars, compact=True)
 
 
 def few_shot_messages() -> list[dict[str, str]]:
@@ -81,10 +95,11 @@ def required_names(instruction: str, declared: list[str] | None = None) -> list[
 
 
 def user_prompt(question: str, profile_text: str, names: list[str], hints: str = "") -> str:
+    """The task turn. The file list comes first and the question after it: questions on the same files then
+    share the whole prompt up to the question, which the model's prefix cache reuses."""
     t = template(USER_TEMPLATE)
-    parts = [t.section("task", question=question.strip())]
-    if profile_text:
-        parts.append(t.section("files", profile=profile_text.strip()))
+    parts = [t.section("files", profile=profile_text.strip())] if profile_text else []
+    parts.append(t.section("task", question=question.strip()))
     if hints:
         parts.append(t.section("method notes", hints=hints.strip()))
     if names:

@@ -44,7 +44,10 @@ class AnalystConfig(Section):
     max_observation_chars: int = Field(4000, ge=200, description="interpreter output shown to the model per turn (characters)")
     profile_chars: int = Field(2500, ge=500, description="budget for the workspace profile in the first prompt (characters)")
     cell_timeout_s: float = Field(60.0, gt=0, description="wall-clock limit per code cell (seconds)")
-    max_tokens: int = Field(512, ge=64, description="completion budget per assistant turn (tokens); a code turn rarely needs more, and on CPU a runaway turn costs minutes")
+    max_tokens_per_turn: int = Field(384, ge=64, description="completion budget per assistant turn (tokens). On the "
+                                     "DABench dev run of 2026-11-30 the longest turn that ended by itself took 329 "
+                                     "tokens (median 104); the 4 of 244 turns that hit the old 512 were runaways, "
+                                     "and on CPU each costs most of a minute")
     format_retries: int = Field(2, ge=0, le=5, description="re-asks when an answer lacks the requested @name[value] tags")
     postprocess: bool = Field(True, description="after the format feedback is used up, round an answer's numbers to the "
                               "requested decimals for grading (recorded beside the model's own answer); set False when "

@@ -103,7 +103,7 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     if turn == cfg.max_turns - 1 and turn > 0:
         extra.append(_msg("user", agent.last_turn_nudge(), "nudge", agent.FEEDBACK_TEMPLATE))
     sent = list(state["messages"]) + extra
-    d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens,
+    d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
                            temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
     call_index = len(state.get("calls", [])) - state.get("q_first_call", 0)
     call = _record_call(call_index, sent, d, state.get("q_first_message", 0))
@@ -294,6 +294,7 @@ async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[
         completion_tokens=sum(s.completion_tokens for s in steps),
         time_s=round(time.time() - state.get("started", time.time()), 3),
         metadata={"few_shot": agent.EXAMPLE_TEMPLATE, "categories": state.get("categories") or [],
+                  "prelude": agent.versions(agent.PRELUDE_TEMPLATE),
                   **({"intent": state["intent"]} if state.get("intent") else {})})
     emit({"type": "answer" if traj.final_answer else "done", "text": traj.answer_to_grade or "", "status": status})
     return {"status": status, "trajectory": traj.model_dump(mode="json")}
@@ -328,13 +329,17 @@ def _same_output(before: str, now: str) -> bool:
 
 
 def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, Any]], str]:
-    """Messages that open a question (file I/O: profiling and prompt templates, so run it off the event loop)."""
+    """Messages that open a question (file I/O: profiling and prompt templates, so run it off the event loop).
+
+    Everything task-specific goes in the task turn, after the system prompt and worked example, so those stay
+    byte-identical across questions and the model's prefix cache reuses them."""
     new: list[dict[str, Any]] = []
-    hints = agent.category_hints(state.get("categories") or [])
-    user_templates = (agent.USER_TEMPLATE, agent.HINTS_TEMPLATE) if hints else (agent.USER_TEMPLATE,)
+    category = agent.category_hints(state.get("categories") or [])
+    hints = "\n".join(h.strip() for h in (category, state.get("hints") or "") if h.strip())
+    user_templates = (agent.USER_TEMPLATE, agent.HINTS_TEMPLATE) if category else (agent.USER_TEMPLATE,)
     if not state.get("messages"):
-        profile_text = _profile(state.get("files", []), profile_chars)
-        new.append(_msg("system", agent.system_prompt(state.get("hints")), "system", agent.SYSTEM_TEMPLATE))
+        profile_text = agent.files_profile(state.get("files", []), profile_chars)
+        new.append(_msg("system", agent.system_prompt(), "system", agent.SYSTEM_TEMPLATE))
         new.extend({**m, "source": "example", "templates": agent.versions(agent.EXAMPLE_TEMPLATE)}
                    for m in agent.few_shot_messages())
         user_prompt = agent.user_prompt(state["question"], profile_text, names, hints)
@@ -342,16 +347,6 @@ def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple
         user_prompt = agent.user_prompt(state["question"], "", names, hints)
     new.append(_msg("user", user_prompt, "task", *user_templates))
     return new, user_prompt
-
-
-def _profile(files: list[str], max_chars: int) -> str:
-    if not files:
-        return "(no files)"
-    from pathlib import Path
-
-    from worldsmith.tools.files import profile_workspace
-
-    return profile_workspace([Path(f) for f in files], as_mounted=True).to_prompt(max_chars=max_chars)
 
 
 async def _replay(sb: Any, steps: list[dict[str, Any]]) -> None:

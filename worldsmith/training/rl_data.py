@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldsmith.agents.analyst import category_hints, few_shot_messages, system_prompt, user_prompt
+from worldsmith.agents.analyst import category_hints, few_shot_messages, files_profile, system_prompt, user_prompt
 from worldsmith.core.schemas import Task
 from worldsmith.graphs.solve import task_files
 
@@ -31,10 +31,8 @@ class RLDataStats:
 
 def task_prompt(task: Task, profile_chars: int = 4000) -> list[dict[str, str]]:
     """The messages that open the analyst on `task` (the same texts the analyst graph sends)."""
-    from worldsmith.tools.files import profile_workspace
-
     files = task_files(task)
-    profile = profile_workspace(files, as_mounted=True).to_prompt(max_chars=profile_chars) if files else "(no files)"
+    profile = files_profile([str(f) for f in files], profile_chars)
     names = task.deliverable.answer_names or [a.name for a in task.answers]
     categories = [task.category, *task.tags] if task.category else task.tags
     return [{"role": "system", "content": system_prompt()}, *few_shot_messages(),

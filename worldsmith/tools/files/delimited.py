@@ -22,6 +22,7 @@ from worldsmith.tools.files.formats import (
 from worldsmith.tools.files.guard import open_guarded, read_deadline
 
 DECIMAL_ATTR = "worldsmith_decimal"  # DataFrame.attrs key: how numbers were read when not with a decimal point
+ENCODING_ATTR = "worldsmith_encoding"  # DataFrame.attrs key: the encoding a read fell back to after a decode error
 _LINE_RE = re.compile(r"(line|row) (\d+)")  # pandas: "in line N" is 1-based, "starting at row N" is 0-based
 _COMMA_DECIMAL = re.compile(r"[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+),\d+")
 _DOT_DECIMAL = re.compile(r"[-+]?\d*\.\d+")
@@ -165,7 +166,7 @@ def read_delimited(
             if retry is not None:
                 try:
                     df = parse(retry)
-                    df.attrs["worldsmith_encoding"] = retry
+                    df.attrs[ENCODING_ATTR] = retry
                     return df
                 except UnicodeDecodeError:
                     pass

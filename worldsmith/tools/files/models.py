@@ -45,6 +45,9 @@ class TableProfile(BaseModel):
     candidate_keys: list[list[str]] = Field(default_factory=list, description="unique non-null columns or pairs")
     sampled: bool = False
     sampling_note: str | None = None
+    load: str | None = Field(None, description="the pandas call that loads this table, names quoted as Python literals")
+    alias: str | None = Field(None, description="a second, plain name the sandbox mounts the file under, if any")
+    alias_load: str | None = Field(None, description="`load` with the alias in place of the name")
 
     @property
     def label(self) -> str:
@@ -108,8 +111,9 @@ class WorkspaceProfile(BaseModel):
     documents: list[DocumentNote] = Field(default_factory=list)
     other_files: list[OtherFile] = Field(default_factory=list)
 
-    def to_prompt(self, max_chars: int = 8000) -> str:
-        """Compact text rendering that fits `max_chars`, shedding detail (sample rows, column stats) as needed."""
+    def to_prompt(self, max_chars: int = 8000, compact: bool = False) -> str:
+        """Text rendering that fits `max_chars`, shedding detail (sample rows, column stats) as needed; `compact`:
+        the schema-first style with a few rows and no summary statistics."""
         from worldsmith.tools.files.render import render_workspace
 
-        return render_workspace(self, max_chars)
+        return render_workspace(self, max_chars, compact)

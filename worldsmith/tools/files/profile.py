@@ -9,16 +9,19 @@ from __future__ import annotations
 import re
 import sqlite3
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from worldsmith.core.inputs import input_aliases
 from worldsmith.tools.files.columns import clip, profile_column
-from worldsmith.tools.files.delimited import DECIMAL_ATTR
+from worldsmith.tools.files.delimited import DECIMAL_ATTR, ENCODING_ATTR, sniff_csv
 from worldsmith.tools.files.errors import DEFAULT_LIMITS, FileLimits, FileReadError
 from worldsmith.tools.files.formats import DOCUMENT_SUFFIXES, UNSUPPORTED_HINTS, detect_format
 from worldsmith.tools.files.joins import JoinColumn, candidate_keys, find_joins, join_columns
+from worldsmith.tools.files.loadcall import load_call
 from worldsmith.tools.files.models import (
     CandidateJoin,
     ColumnProfile,
@@ -51,6 +54,7 @@ def profile_table(
     ref: TableRef,
     *,
     label: str | None = None,
+    alias: str | None = None,
     max_rows_exact: int = 200_000,
     max_rows_read: int = 2_000_000,
     sample_rows: int = 5,
@@ -61,6 +65,8 @@ def profile_table(
     Tables over `max_rows_read` rows (cheap count) or over `limits.max_full_read_bytes` bytes are read as their
     first `max_rows_exact` rows; loaded tables over `max_rows_exact` rows get statistics from a seeded random
     sample of that many rows. Either way `sampled` is set and `sampling_note` says what was done.
+    `label` is the file's name as code sees it (the load call uses it), `alias` a second name the sandbox
+    mounts it under.
     """
     limits = (limits or DEFAULT_LIMITS).model_copy(update={"sample_read_rows": max_rows_exact})
     path = Path(ref.path)
@@ -94,7 +100,15 @@ def profile_table(
         note += "; keys checked on the sample only"
     head = df.head(sample_rows)
     samples = [{str(c): clip(v) for c, v in zip(head.columns, row)} for row in head.itertuples(index=False)]
+    dialect = None
+    if fmt.kind in ("csv", "tsv"):
+        dialect = sniff_csv(path, fmt, limits)
+        if df.attrs.get(ENCODING_ATTR):  # the read fell back to another encoding than the sniffed one
+            dialect = replace(dialect, encoding=df.attrs[ENCODING_ATTR])
     profile = TableProfile(
+        load=load_call(label or ref.path, ref.format, ref.table, dialect),
+        alias=alias,
+        alias_load=load_call(alias, ref.format, ref.table, dialect) if alias else None,
         file=label or ref.path,
         table=ref.table,
         format=ref.format,
@@ -144,6 +158,12 @@ def _walk(paths: list[Path], max_files: int, as_mounted: bool = False) -> tuple[
         else:
             out.append((p, p.name))
     return out[:max_files], root
+
+
+def _alias(label: str, aliases: dict[str, str]) -> str | None:
+    """The label under the input's alias (a folder input's alias keeps the path inside it)."""
+    top, sep, rest = label.partition("/")
+    return aliases[top] + sep + rest if top in aliases else None
 
 
 def _document(path: Path, label: str, n_lines: int = 8) -> DocumentNote:
@@ -198,6 +218,7 @@ def profile_workspace(
 
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     files, root = _walk(paths, max_files, as_mounted)
+    aliases = input_aliases([p.name for p in paths]) if as_mounted else {}
     ws = WorkspaceProfile(root=str(root) if root is not None else None)
     join_inputs: list[list[JoinColumn]] = []
     for path, label in files:
@@ -228,6 +249,7 @@ def profile_workspace(
                 prof, stats = profile_table(
                     ref,
                     label=label,
+                    alias=_alias(label, aliases),
                     max_rows_exact=max_rows_exact,
                     max_rows_read=max_rows_read,
                     sample_rows=sample_rows,

@@ -1,7 +1,15 @@
-"""Render a WorkspaceProfile as compact text for LLM prompts, shedding detail until it fits a character budget."""
+"""Render a WorkspaceProfile as text for LLM prompts, shedding detail until it fits a character budget.
+
+Two styles: `full` (statistics of every column) and `compact` (what the analyst reads on every question: the
+exact load call, then the schema — names, dtypes, null counts, a range or the values — and a few rows; means,
+spreads and top counts stay out, a `profile()` helper in the sandbox prints them on demand). Prompt tokens are
+the analyst's main cost on CPU, so the compact one is kept short.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -13,11 +21,13 @@ class Detail:
     """One level of detail; levels are tried from richest to leanest."""
 
     sample_rows: int
-    columns: Literal["full", "short", "names", "none"]
+    columns: Literal["full", "short", "names", "none", "schema"]
     max_columns: int
     doc_lines: int
     max_joins: int
     max_top: int = 5
+    sample_columns: int = 1000  # columns shown in the sample rows
+    compact: bool = False  # the compact style (see the module docstring)
 
 
 LEVELS: tuple[Detail, ...] = (
@@ -31,6 +41,19 @@ LEVELS: tuple[Detail, ...] = (
     Detail(0, "names", 12, 0, 5),
     Detail(0, "none", 0, 0, 3),
 )
+
+#: The compact style: schema lines (with ranges / values while `max_top`) and a few rows of the first columns.
+COMPACT_LEVELS: tuple[Detail, ...] = (
+    Detail(3, "schema", 60, 4, 10, 8, sample_columns=12, compact=True),
+    Detail(2, "schema", 40, 2, 8, 5, sample_columns=8, compact=True),
+    Detail(0, "schema", 30, 2, 6, 5, compact=True),
+    Detail(0, "schema", 40, 1, 5, 0, compact=True),
+    Detail(0, "names", 30, 1, 5, compact=True),
+    Detail(0, "none", 0, 0, 3, compact=True),
+)
+_DECIMAL = re.compile(r"-?\d+\.\d+")
+# notes a schema line can show itself: a quoted name shows its spaces, `values x` a constant
+_SHOWN_NOTES = ("column name has surrounding whitespace", "constant column")
 
 
 def _num(x: float | str | None) -> str:
@@ -65,38 +88,82 @@ def _column_full(c: ColumnProfile, max_top: int) -> str:
     return line
 
 
-#: How to load each format in pandas: models that see `db.sqlite[orders]` otherwise try to open that as a path.
-_LOADERS = {
-    "sqlite": "pd.read_sql('SELECT * FROM \"{table}\"', sqlite3.connect('{file}'))",
-    "xlsx": 'pd.read_excel("{file}", sheet_name="{table}")',
-    "parquet": 'pd.read_parquet("{file}")',
-    "jsonl": 'pd.read_json("{file}", lines=True)',
-}
+def _sig(x: float | str | None) -> str:
+    """A number for the compact style: integers as they are, others to ~4 significant digits, no exponent
+    unless the magnitude needs one."""
+    if x is None:
+        return "NA"
+    if isinstance(x, str):
+        return x
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    mag = math.floor(math.log10(abs(x)))
+    if mag >= 15 or mag < -4:
+        return f"{x:.4g}"
+    text = f"{x:.{max(0, 3 - mag)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _table_header(t: TableProfile) -> str:
+def _cell(text: str) -> str:
+    """A sample-row cell with a long decimal rounded to ~4 significant digits (never made longer)."""
+    if not _DECIMAL.fullmatch(text) or float(text).is_integer():  # 22.0 stays: it says the column is float
+        return text
+    short = _sig(float(text))
+    return short if len(short) < len(text) else text
+
+
+def _table_header(t: TableProfile, compact: bool = False) -> str:
     rows = f"{t.n_rows:,}" + ("" if t.n_rows_exact else " (estimated)")
     where = f"{t.file}, table {t.table!r}" if t.table is not None else t.file
-    head = f"## {where} — {t.format}, {rows} rows × {t.n_cols} columns"
-    loader = _LOADERS.get(t.format)
-    if loader and (t.table is not None or "{table}" not in loader):
-        head += "\nload: " + loader.format(file=t.file, table=t.table or "")
+    head = f"## {where} — {rows} rows × {t.n_cols} columns" if compact else \
+        f"## {where} — {t.format}, {rows} rows × {t.n_cols} columns"
+    if t.load:
+        head += "\nload: " + t.load
+    if t.alias_load:
+        head += f"\n  or: {t.alias_load}  (the same file under a plain name)"
     if t.sampled and t.sampling_note:
         head += f"\n[sampled: {t.sampling_note}]"
     return head
 
 
+def _column_schema(c: ColumnProfile, n_rows: int, exact: bool, max_top: int) -> str:
+    """`- name: dtype; N nulls; range or values` — the schema line of the compact style."""
+    name = repr(c.name) if c.name != c.name.strip() else c.name  # 'total ' : the quotes show the space
+    parts = [f"- {name}: {c.dtype}"]
+    if c.null_rate > 0:
+        parts.append(f"{'' if exact else '~'}{round(c.null_rate * n_rows):,} nulls")
+    if max_top:
+        shown = [v.value for v in c.top_values[:max_top]]
+        if c.top_values and c.n_unique <= len(shown):
+            parts.append("values " + ", ".join(shown))
+        elif c.semantic_type in ("numeric", "id") and isinstance(c.min, (int, float)) and c.min is not None:
+            parts.append(f"{_sig(c.min)}..{_sig(c.max)}")
+        elif c.semantic_type == "datetime" and c.min is not None:
+            parts.append(f"{c.min}..{c.max}")
+        elif c.top_values:
+            parts.append(f"{c.n_unique:,} distinct, most common " + ", ".join(shown))
+        else:
+            parts.append(f"{c.n_unique:,} distinct")
+    shown_notes = _SHOWN_NOTES if any(p.startswith("values ") for p in parts) else _SHOWN_NOTES[:1]
+    notes = [n for n in c.notes if not n.startswith(shown_notes)]
+    return "; ".join(parts) + "".join(f"  ! {note}" for note in notes)
+
+
 def _table(t: TableProfile, d: Detail) -> str:
-    lines = [_table_header(t)]
-    if d.columns == "none":
-        return lines[0].split("\n")[0]
-    if t.candidate_keys:
+    compact = d.compact
+    lines = [_table_header(t, compact)]
+    if d.columns == "none":  # the compact style keeps the load call even here
+        return lines[0] if compact else lines[0].split("\n")[0]
+    if t.candidate_keys and not compact:
         lines.append("candidate keys: " + "; ".join("(" + ", ".join(k) + ")" for k in t.candidate_keys[:3]))
     shown = t.columns[: d.max_columns]
     rest = t.columns[d.max_columns :]
     if d.columns == "full":
         lines.append("columns:")
         lines.extend(_column_full(c, d.max_top) for c in shown)
+    elif d.columns == "schema":
+        lines.append("columns (dtype; nulls; range or values):" if d.max_top else "columns (dtype; nulls):")
+        lines.extend(_column_schema(c, t.n_rows, t.n_rows_exact and not t.sampled, d.max_top) for c in shown)
     elif d.columns == "short":
         lines.append("columns: " + ", ".join(f"{c.name}:{c.semantic_type}" for c in shown))
     else:
@@ -107,10 +174,12 @@ def _table(t: TableProfile, d: Detail) -> str:
         lines.append(f"… {len(rest)} more columns: {names}{more}")
     if d.sample_rows and t.sample_rows:
         rows = t.sample_rows[: d.sample_rows]
-        cols = [c.name for c in shown]
-        lines.append(f"first {len(rows)} rows:")
+        cols = [c.name for c in shown][: d.sample_columns]
+        more = f" (first {len(cols)} of {t.n_cols} columns)" if len(cols) < t.n_cols else ""
+        lines.append(f"first {len(rows)} rows{more}:")
         lines.append(" | ".join(cols))
-        lines.extend(" | ".join(r.get(c, "") for c in cols) for r in rows)
+        cell = _cell if compact else (lambda v: v)
+        lines.extend(" | ".join(cell(r.get(c, "")) for c in cols) for r in rows)
     return "\n".join(lines)
 
 
@@ -119,11 +188,13 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
         f"# Workspace: {len(ws.tables)} tables, {len(ws.documents)} documents, "
         f"{len(ws.failures)} unreadable, {len(ws.other_files)} other files"
     )
-    blocks = [summary]
+    blocks = [] if d.compact else [summary]  # compact: each section below says what it lists
     blocks.extend(_table(t, d) for t in ws.tables)
-    if ws.joins and d.max_joins:
+    # compact: a same-named column pair that shares no value is no join worth the tokens
+    joins = [j for j in ws.joins if not (d.compact and j.overlap_ratio == 0)]
+    if joins and d.max_joins:
         lines = ["## Candidate joins"]
-        for j in ws.joins[: d.max_joins]:
+        for j in joins[: d.max_joins]:
             extra = [j.reason]
             if j.overlap_ratio is not None:
                 extra.append(f"overlap {j.overlap_ratio:.0%}")
@@ -131,8 +202,8 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
             if uniq:
                 extra.append("unique: " + "+".join(uniq))
             lines.append(f"- {j.left.label} ↔ {j.right.label} ({'; '.join(extra)})")
-        if len(ws.joins) > d.max_joins:
-            lines.append(f"… {len(ws.joins) - d.max_joins} more")
+        if len(joins) > d.max_joins:
+            lines.append(f"… {len(joins) - d.max_joins} more")
         blocks.append("\n".join(lines))
     cap = max(d.max_joins, 3)  # list lengths shrink with the level too
     if ws.failures:
@@ -154,10 +225,10 @@ def _more(items: list, cap: int) -> list[str]:
     return [f"… {len(items) - cap} more"] if len(items) > cap else []
 
 
-def render_workspace(ws: WorkspaceProfile, max_chars: int) -> str:
+def render_workspace(ws: WorkspaceProfile, max_chars: int, compact: bool = False) -> str:
     """The richest rendering that fits `max_chars`; if even the leanest does not, it is cut with a marker."""
     text = ""
-    for level in LEVELS:
+    for level in COMPACT_LEVELS if compact else LEVELS:
         text = _render(ws, level)
         if len(text) <= max_chars:
             return text

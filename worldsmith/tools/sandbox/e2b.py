@@ -17,6 +17,7 @@ from typing import Any
 
 from worldsmith.tools.sandbox.base import (ExecError, ExecResult, Sandbox, SandboxError, SandboxUnavailable,
                                            truncate_middle)
+from worldsmith.core.inputs import input_mounts
 from worldsmith.core.sandbox_config import Mode, SandboxConfig
 from worldsmith.tools.sandbox.workspace import split_rel
 
@@ -39,7 +40,8 @@ class E2BSandbox(Sandbox):
         self._sdk = sdk
         self._local_ws = Path(workspace) if workspace is not None else None
         self._inputs = [Path(p) for p in inputs or []]
-        self._input_names = {p.name for p in self._inputs}
+        self._mounts = input_mounts(self._inputs)  # awkward names are uploaded once more under their alias
+        self._input_names = {name for name, _ in self._mounts}
         self._sbx: Any = None
         self._ctx: Any = None
         self._figures = 0
@@ -70,10 +72,10 @@ class E2BSandbox(Sandbox):
             if self._local_ws is not None:
                 for path in sorted(p for p in self._local_ws.rglob("*") if p.is_file() and not p.is_symlink()):
                     await self._write(path.relative_to(self._local_ws).as_posix(), path.read_bytes())
-            for src in self._inputs:
+            for name, src in self._mounts:
                 files = [src] if src.is_file() else sorted(p for p in src.rglob("*") if p.is_file())
                 for path in files:
-                    rel = src.name if path == src else f"{src.name}/{path.relative_to(src).as_posix()}"
+                    rel = name if path == src else f"{name}/{path.relative_to(src).as_posix()}"
                     await self._write(rel, path.read_bytes())
             self._ctx = await self._sbx.create_code_context(cwd=self.workdir)
             if self._inputs:

@@ -2,7 +2,8 @@
 
 Inputs appear read-only at /data/<name> inside `local` sessions, and as `<name>` symlinks in the workspace
 (-> /data/<name>, or -> the host path for `process`) so `pd.read_csv("sales.csv")` works from the cwd. The
-links are removed on close; list_files() and files_changed leave them out.
+links are removed on close; list_files() and files_changed leave them out. An input whose name is awkward to
+type (spaces, `=`, quotes, unicode) is mounted a second time under its alias (`core.inputs.input_aliases`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from worldsmith.tools.sandbox.base import ExecError, ExecResult, PathOutsideWorkspace, Sandbox, SandboxUnavailable
 from worldsmith.tools.sandbox.client import WorkerDied, WorkerProcess, WorkerTimeout
+from worldsmith.core.inputs import input_aliases
 from worldsmith.core.sandbox_config import Mode, SandboxConfig
 from worldsmith.tools.sandbox.launch import Launcher
 from worldsmith.tools.sandbox.workspace import (changed, link_inputs, list_regular, read_beneath, scan, split_rel,
@@ -31,7 +33,11 @@ class WorkerSandbox(Sandbox):
         self.isolated = launcher.isolated
         self._own_workspace = workspace is None
         self._workspace = Path(workspace).resolve() if workspace is not None else None
-        self._inputs = _name_inputs(inputs or [])
+        named = _name_inputs(inputs or [])
+        aliases = input_aliases(list(named))
+        self._aliases = set(aliases.values())
+        # an alias is one more mount of the same file: /data/<alias> and a workspace link, like its name
+        self._inputs = {**named, **{alias: named[name] for name, alias in aliases.items()}}
         self._links: dict[str, str] = {}
         self._worker: WorkerProcess | None = None
         self._spare: asyncio.Task[WorkerProcess] | None = None
@@ -256,6 +262,8 @@ class WorkerSandbox(Sandbox):
         files = list_regular(root, frozenset(self._links), self.config.max_scan_entries)
         if include_inputs:
             for name, src in self._inputs.items():
+                if name in self._aliases:
+                    continue
                 files += [name] if src.is_file() else [f"{name}/{r}" for r in list_regular(src)]
         return sorted(files)
 

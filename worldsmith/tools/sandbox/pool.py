@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
+from worldsmith.core.inputs import input_mounts
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.tools.sandbox.base import Sandbox, SandboxError
 
@@ -81,10 +82,10 @@ class SandboxPool:
         if sb is None:
             sb = await self._new()
         try:
-            for path in map(Path, inputs):
+            for name, path in input_mounts([Path(p) for p in inputs]):  # awkward names: once more as an alias
                 files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
                 for f in files:  # a folder input (e.g. memos/) keeps its layout under its own name
-                    await sb.upload(f, path.name if f == path else f"{path.name}/{f.relative_to(path).as_posix()}")
+                    await sb.upload(f, name if f == path else f"{name}/{f.relative_to(path).as_posix()}")
         except BaseException:
             await sb.close()
             raise
