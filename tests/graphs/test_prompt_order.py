@@ -16,7 +16,8 @@ Q2 = "Compute the average of the amount column. Answer as @mean_amount[value]."
 
 
 async def _first_request(script, rt, question: str, files: list[Path], session: str):
-    script.queue(CODE_TURN, ANSWER_TURN)
+    # the code turn reads the given file, so the answer rests on the data and no answer guard re-asks
+    script.queue(CODE_TURN.replace("sales.csv", files[0].name), ANSWER_TURN)
     n = len(script.requests)
     final = await build_analyst_graph().ainvoke(initial_state(question, [str(f) for f in files], session_id=session),
                                                {"recursion_limit": 100}, context=rt)
@@ -54,7 +55,7 @@ async def test_questions_on_different_files_share_the_system_prompt_and_example(
     script, make_rt = scripted
     rt = make_rt(analyst={"max_tokens_per_turn": 200})
     other = tmp_path / "other data.csv"
-    other.write_text("region,amount\nwest,1\n")
+    other.write_text("region,amount\nwest,10\neast,30\n")
     first, _ = await _first_request(script, rt, Q1, [sales_csv], "a")
     second, traj = await _first_request(script, rt, Q1, [other], "b")
     assert first.messages[:-1] == second.messages[:-1]  # system prompt + worked example, byte for byte
