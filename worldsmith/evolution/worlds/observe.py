@@ -34,6 +34,9 @@ class ObservedSystem:
     system: ObservationSystem
     parts: list[ObservedPart]
     entries: list[LedgerEntry] = field(default_factory=list)
+    # variable -> canonical rows whose value this system's `missing` defects blanked (the answer key leaves out
+    # values that no system recorded: nobody can recover them from the data room)
+    blanked: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def system_keys(c: WorldContract, s: ObservationSystem) -> tuple[list[str], dict[str, tuple[str, str]]]:
@@ -92,9 +95,14 @@ def project_system(state: CanonicalState, s: ObservationSystem,
             entries.append(entry)
     staged = sorted(((j, d) for j, d in enumerate(s.defects) if d.type in _STAGE),
                     key=lambda x: (_STAGE[x[1].type], x[0]))
+    blanked: dict[str, np.ndarray] = {}
     for j, d in staged:
+        was_blank = df[d.variable].isna().to_numpy() if d.type == "missing" else None
         df, entry = getattr(D, d.type)(df, d, ctx(f"{j}:{d.type}"))
         entries.append(entry)
+        if was_blank is not None:  # stages before duplicates keep canonical row order, so positions are rows
+            now = df[d.variable].isna().to_numpy() & ~was_blank
+            blanked[d.variable] = blanked.get(d.variable, np.zeros(len(now), dtype=bool)) | now
     if s.id_style != "canonical":
         df, entry = D.id_spelling(df, ctx("id_spelling"))
         entries.append(entry)
@@ -115,7 +123,7 @@ def project_system(state: CanonicalState, s: ObservationSystem,
     if not s.dictionary:
         entries.append(LedgerEntry(system=s.name, defect="no_dictionary",
                                    note="system left out of the data dictionary"))
-    return ObservedSystem(system=s, parts=parts, entries=entries)
+    return ObservedSystem(system=s, parts=parts, entries=entries, blanked=blanked)
 
 
 def _partition(df: pd.DataFrame, years: np.ndarray | None, s: ObservationSystem,
@@ -140,6 +148,18 @@ def _renames(parts: list[ObservedPart], s: ObservationSystem, c: WorldContract) 
                                    columns=[d.column, d.new_name], rows_affected=touched, example_before=d.column,
                                    example_after=d.new_name, documented=d.type == "rename"))
     return entries
+
+
+def unrecorded_cells(c: WorldContract, observed: list[ObservedSystem]) -> dict[str, np.ndarray]:
+    """variable -> canonical rows whose value a declared `missing` defect blanked in every system recording it.
+
+    A value some other system still records is recoverable and stays in the answer key."""
+    out: dict[str, np.ndarray] = {}
+    for var in {v for o in observed for v in o.blanked}:
+        masks = [o.blanked.get(var) for o in observed if var in o.system.variables]
+        if all(m is not None for m in masks):
+            out[var] = np.logical_and.reduce(masks)  # type: ignore[arg-type]
+    return out
 
 
 def project(state: CanonicalState, sabotage: list[Sabotage] | None = None) -> list[ObservedSystem]:
