@@ -42,7 +42,7 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
     then a report task over them. Re-packaging an identical task is a no-op, so a rerun after a kill is safe."""
     from worldsmith.agents.world_writers import deliverable_block
     from worldsmith.core.answer_spec import lint_answer_spec
-    from worldsmith.evolution.worlds.answer_specs import world_answer_specs
+    from worldsmith.evolution.worlds.answer_specs import systems_named, world_answer_specs
     from worldsmith.evolution.worlds.audit import load_contract
     from worldsmith.evolution.worlds.tasks import TaskSpec, load_ledger, method_items, rubric_items
     from worldsmith.graphs.world_ops import _data_files, world_id_of
@@ -97,8 +97,9 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
     if not computed or len(written) >= budget:
         return written
     spec = spec.model_copy(update={"phenomena": computed})
+    named = await asyncio.to_thread(systems_named, world_dir, [facets[p.id] for p in computed])
     rubric = Rubric(criteria=rubric_items(spec, contract, facets)
-                    + method_items(spec, await asyncio.to_thread(load_ledger, world_dir)))
+                    + method_items(spec, await asyncio.to_thread(load_ledger, world_dir), systems=named))
     task = Task(id=f"{world_id}-{spec.kind}-{spec.target}-report".replace("_", "-")[:120], kind="report",
                 instruction=request + deliverable_block(spec, contract, None, [facets[p.id] for p in computed]),
                 deliverable=DeliverableSpec(format="markdown", filename="answer.md"), rubric=rubric,

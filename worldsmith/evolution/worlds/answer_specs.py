@@ -176,3 +176,24 @@ def world_answer_specs(world_dir: str | Path) -> dict[str, AnswerFacets]:
     """Answer specs of every phenomenon of a built world (cached: a built world never changes)."""
     with _LOCK:
         return _world_specs(str(Path(world_dir).resolve()))
+
+
+def named_files(facets: list[AnswerFacets]) -> set[str]:
+    """Every data file the answer specs of a task name (measure, the other variable, grouping/filter/date columns)."""
+    out: set[str] = set()
+    for f in facets:
+        out.update(f.measure.files, f.x.files if f.x else [], *f.other_columns.values())
+    return out
+
+
+def systems_named(world_dir: str | Path, facets: list[AnswerFacets]) -> set[str]:
+    """Systems with a file among those the task names: the only ones whose defects the task can depend on."""
+    files = named_files(facets)
+    with _LOCK:
+        plan = _world_plan(str(Path(world_dir).resolve()))
+    return {s.system for s in plan.sources if any(part.path in files for part in s.parts)}
+
+
+@lru_cache(maxsize=8)
+def _world_plan(world_dir: str) -> ReconcilePlan:
+    return build_plan(Path(world_dir), load_contract(Path(world_dir)))[0]

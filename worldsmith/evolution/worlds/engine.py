@@ -250,8 +250,30 @@ def generate(contract: WorldContract, seed: int, rows: int | None = None) -> Can
             values[name] = _clip(n, _caused(contract, n, view, size, rng_for(seed, "node", name)))
         else:
             values[name] = _clip(n, _draw_root(n, size, rng_for(seed, "node", name)))
+    ends = {e.name: _end_rows(contract, e, sk, values, nodes, seed) for e in contract.entities if e.ends_with}
     tables = {e.name: _table(contract, e, sk, values, nodes) for e in contract.entities}
+    for e in contract.entities:
+        if e.name in ends:  # the parent's end date, kept in the truth (no variable, so no system exports it)
+            start = pd.Timestamp(contract.timeline.start)
+            tables[str(e.parent)][str(e.end_column)] = start + pd.to_timedelta(np.floor(ends[e.name]), unit="D")
     return CanonicalState(contract=contract, seed=seed, tables=tables, skeletons=sk)
+
+
+def _end_rows(contract: WorldContract, e: Entity, sk: dict[str, Skeleton], values: dict[str, np.ndarray],
+              nodes: dict[str, NodeInfo], seed: int) -> np.ndarray:
+    """`ends_with`: a parent flagged 1 ends on a day drawn over the timeline and its rows after that day are dropped
+    (no invoice after churn). Rows are independent draws, so dropping some leaves the others' values as generated.
+    Returns the end day per parent row (NaN: never ends)."""
+    flag = np.asarray(values[str(e.ends_with)])
+    rng = rng_for(seed, "ends", e.name)
+    end = np.where(flag == 1, rng.uniform(0, contract.timeline.days, len(flag)), np.nan)
+    s = sk[e.name]
+    keep = ~(s.days > end[s.parent_idx])  # type: ignore[index, operator]  # NaN end: every row stays
+    sk[e.name] = Skeleton(n=int(keep.sum()), parent_idx=s.parent_idx[keep], days=s.days[keep])  # type: ignore[index]
+    for name, n in nodes.items():
+        if n.entity == e.name:
+            values[name] = values[name][keep]
+    return end
 
 
 def _table(contract: WorldContract, e: Entity, sk: dict[str, Skeleton], values: dict[str, np.ndarray],

@@ -26,6 +26,7 @@ from .artifacts import (AUDIT, CONTRACT, DATA, LEDGER, MANIFEST, PHENOMENA, TRUT
                         file_hashes, render_statement, write_json)
 from worldsmith.core.store import public_mode, remove_stale_temps
 from worldsmith.core.world_contract import WorldContract
+from .coherence import IncoherentWorld, coherence_problems
 from .dataroom import write_documents
 from .defects import LedgerEntry, Sabotage
 from .engine import ENGINE_VERSION, CanonicalState, generate, scaled
@@ -148,6 +149,8 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
         t0 = time.perf_counter()
         note("generate", 0.0)
         state = generate(source, seed)
+        if generated_from is None and (incoherent := coherence_problems(state)):
+            raise IncoherentWorld(full.id, incoherent)  # a twin is meant to break its contract's claims
         timings["generate"] = time.perf_counter() - t0
         note("project", 0.3)
         t0 = time.perf_counter()
