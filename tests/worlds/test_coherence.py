@@ -186,3 +186,30 @@ def _files_of(world: Path, system: str) -> set[str]:
     s = next(x for x in c["systems"] if x["name"] == system)
     stem = s.get("file") or s["name"]
     return {f for f in m["files"] if f.startswith("data/") and Path(f).name.startswith(stem)}
+
+
+def test_a_window_over_posting_dates_says_to_use_event_dates(commercial_world: Path) -> None:
+    """order_db posts every order 1 day after it happened (memo). The campaign window is on event dates, so the
+    instruction says so, and the key is the event-date reading (plain pandas here), not the posting-date one."""
+    from worldsmith.core.answer_spec import render_answer_spec
+    from worldsmith.evolution.worlds.answer_specs import world_answer_specs
+
+    text = render_answer_spec(world_answer_specs(commercial_world)["campaign_uplift"])
+    window = next(line for line in text.splitlines() if line.startswith("- Time window:"))
+    assert "the date of the event itself" in window and "shift it back by the documented delay" in window
+    assert text.count("the date of the event itself") == 1  # said once, not again in each side of the comparison
+    data = commercial_world / "data"
+    orders = pd.concat([pd.read_csv(f).rename(columns={"amt": "amount"}) for f in sorted(data.glob("orders_*.csv"))])
+    orders = orders.drop_duplicates("order_id", keep="first")
+    posted = pd.to_datetime(orders["date"])
+    amount = orders["amount"].where(posted < pd.Timestamp("2024-07-01"), orders["amount"] / 100)  # cents by record
+
+    def uplift(dates: pd.Series) -> float:
+        def mean(lo, hi):
+            return amount[(dates >= pd.Timestamp(lo)) & (dates < pd.Timestamp(hi))].mean()
+        return mean("2024-03-01", "2024-04-30") - mean("2024-01-01", "2024-03-01")
+
+    key = json.loads((commercial_world / ".truth/phenomena.json").read_text())
+    truth = next(p["value"] for p in key["phenomena"] if p["id"] == "campaign_uplift")
+    event = uplift(posted - pd.Timedelta(days=1))
+    assert abs(event - truth) < 0.02 and abs(uplift(posted) - truth) > abs(event - truth)

@@ -213,11 +213,11 @@ def test_a_closed_form_request_that_asks_for_more_falls_back_to_the_quantity_tem
     churn = each["test_churn_gap"]
     assert churn.produced_by == "template:request:quantity"
     assert any("also asks for 'price gap'" in e for e in churn.errors or [])
-    assert "the difference of churned" in churn.value and "price gap" not in churn.value.lower()
+    assert "the difference in churned" in churn.value and "price gap" not in churn.value.lower()
     facets = world_answer_specs(world)
     assert question_problems(churn.value, spec, FILES, [facets["test_churn_gap"]], [facets["test_price_gap"]],
                              one_quantity=True) == []
     price = each["test_price_gap"]
-    assert price.produced_by == "template:request:quantity" and "the difference of price" in price.value
+    assert price.produced_by == "template:request:quantity" and "the difference in price" in price.value
     assert "churn" not in price.value.lower()
     assert any("churn difference" in e for e in price.errors or [])

@@ -54,13 +54,17 @@ def question_problems(text: str, spec: TaskSpec, files: list[str] | None = None,
     return problems
 
 
+_QUANTITY_WORDS = {"difference": "difference in", "top_group": "group with the highest mean"}
+
+
 def template_request(spec: TaskSpec, persona: Any, answer: AnswerFacets | None = None) -> str:
     """The fallback request: about the spec's target (a report), or about exactly one graded `answer`."""
     if answer is not None:
         what = answer.measure.variable.replace("_", " ") + (
             f" against {answer.x.variable.replace('_', ' ')}" if answer.x else "")
         return _msg("request quantity", name=persona.name, role=persona.role, organisation=persona.organisation,
-                    quantity=answer.quantity.replace("_", " "), what=what, goal=persona.goal)
+                    quantity=_QUANTITY_WORDS.get(answer.quantity, answer.quantity.replace("_", " ") + " of"),
+                    what=what, goal=persona.goal)
     return _msg(f"request {spec.kind}", name=persona.name, role=persona.role, organisation=persona.organisation,
                 thing=spec.target.replace("_", " "), goal=persona.goal)
 
