@@ -52,7 +52,7 @@ async def test_world_graph_writes_verified_tasks(scripted, tmp_path: Path) -> No
                 assert "template:request:quantity" in task.provenance.produced_by
                 # the stand-in asks for exactly the graded quantity, by its measure
                 measure = task.answers[0].spec.measure.variable.replace("_", " ")
-                assert f"of {measure}" in task.instruction.split("\n\n")[0]
+                assert measure in task.instruction.split("\n\n")[0]
             assert f"@{task.answers[0].name}[" in task.instruction
             # the shipped reference solution, run from the package's environment, passes the shipped grader
             run = subprocess.run([sys.executable, str(pkg / "solution" / "solve.py")], cwd=pkg / "environment",
