@@ -22,7 +22,9 @@ def test_blanked_readings_are_left_out_of_the_answer_key(tmp_path):
     sensors = pd.read_parquet(w / "data/sensors.parquet")
     stations = pd.read_csv(w / "data/stations.csv")
     assert sensors["pm25"].isna().mean() > 0.05  # the defect is there
-    key = lambda s: s.astype(str).str.replace(r"[^0-9]", "", regex=True).astype(int)  # noqa: E731
+    def key(ids: pd.Series) -> pd.Series:
+        return ids.astype(str).str.replace(r"[^0-9]", "", regex=True).astype(int)
+
     sensors = sensors.assign(k=key(sensors["station_id"])).drop_duplicates(["k", "period"], keep="first")
     stations = stations.assign(k=key(stations["station_id"]), land_use=stations["land_use"].str.lower())
     df = sensors.merge(stations[["k", "land_use"]], on="k", how="left").dropna(subset=["pm25"])

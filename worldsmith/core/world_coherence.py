@@ -7,7 +7,7 @@ state, and a world that breaks one is refused with the rule and the evidence.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -35,4 +35,4 @@ class Follows(_Strict):
     description: str = ""
 
 
-PlausibilityRule = Annotated[Union[Unmoved, Follows], Field(discriminator="kind")]
+PlausibilityRule = Annotated[Unmoved | Follows, Field(discriminator="kind")]

@@ -102,7 +102,7 @@ class CanonicalState:
                     cols[c] = column(np.asarray(v.to_numpy())[idx])
         return pd.DataFrame(cols)
 
-    def without(self, cells: dict[str, np.ndarray]) -> "CanonicalState":
+    def without(self, cells: dict[str, np.ndarray]) -> CanonicalState:
         """A copy with the given cells (variable -> canonical row mask of its entity) blanked."""
         tables = dict(self.tables)
         for var, rows in cells.items():
