@@ -100,7 +100,9 @@ def project_system(state: CanonicalState, s: ObservationSystem,
         was_blank = df[d.variable].isna().to_numpy() if d.type == "missing" else None
         df, entry = getattr(D, d.type)(df, d, ctx(f"{j}:{d.type}"))
         entries.append(entry)
-        if was_blank is not None:  # stages before duplicates keep canonical row order, so positions are rows
+        # stages before duplicates keep canonical row order, so positions are rows (a stage that drops rows would
+        # break that: then the blanks are not traced and the key keeps those values)
+        if was_blank is not None and len(df) == len(state.tables[e.name]):
             now = df[d.variable].isna().to_numpy() & ~was_blank
             blanked[d.variable] = blanked.get(d.variable, np.zeros(len(now), dtype=bool)) | now
     if s.id_style != "canonical":
