@@ -213,3 +213,27 @@ def test_evidence_helpers() -> None:
     assert rows == ["| plan | churn |", "| plan | churn | | Premium | 12% |", "Next.", "Second sentence."]
     with pytest.raises(ValueError, match="needs the judge"):
         check_numeric(crit("c", observable="x"), "text")
+
+
+@pytest.mark.parametrize(("unit", "expected", "text", "met"), [
+    # percentage points: the number, the number with 'pp' / '%' / the words, all read as 7.2 points
+    ("pp", 7.2, "@churn_gap[7.2]", True),
+    ("pp", 7.2, "@churn_gap[7.2 pp]", True),
+    ("pp", 7.2, "@churn_gap[7.2%]", True),
+    ("pp", 7.2, "The churn gap between the plans is 7.2 percentage points.", True),
+    ("pp", 7.2, "The churn gap between the plans is 7.2 pp.", True),
+    # 0.072 is the same gap as a fraction: a different quantity when the item says percentage points
+    ("pp", 7.2, "@churn_gap[0.072]", False),
+    ("pp", 7.2, "The churn gap between the plans is 0.072.", False),
+    ("pp", 7.2, "@churn_gap[$7.2]", False),
+    # a fraction item: 0.072 and 7.2% are the same number, a bare 7.2 is not
+    ("fraction", 0.072, "@churn_gap[0.072]", True),
+    ("fraction", 0.072, "@churn_gap[7.2%]", True),
+    ("fraction", 0.072, "@churn_gap[7.2]", False),
+])
+def test_numeric_item_with_a_declared_unit_reads_numbers_by_the_grading_unit_rule(unit, expected, text, met) -> None:
+    c = crit("churn_gap", expected=expected, observable="churn gap between the plans in percentage points",
+             tolerance=Tolerance(abs=0.05 if unit == "pp" else 0.0005))
+    c = c.model_copy(update={"unit": unit})
+    result = check_numeric(c, text)
+    assert result.met is met, result.evidence

@@ -174,10 +174,17 @@ def test_json_schema_export_and_round_trip():
 
 
 def test_default_edge_ids_are_unique():
-    c = load_template("customer_pricing")
-    ids = [e.id for e in c.edges]
+    # two edges between the same nodes: the second gets its mechanism appended (the pricing template now bills
+    # price x seats through an interaction, so the linear seats edge is added here)
+    data = load_template("customer_pricing").model_dump(mode="json")
+    data["edges"].append({"sources": ["seats"], "target": "invoice_amount", "mechanism": {"type": "linear", "coef": 1.0}})
+    for e in data["edges"]:
+        e["id"] = None
+    from worldsmith.core.world_contract import WorldContract
+
+    ids = [e.id for e in WorldContract.model_validate(data).edges]
     assert len(set(ids)) == len(ids)
-    assert "seats->invoice_amount[threshold]" in ids
+    assert "seats->invoice_amount" in ids and "seats->invoice_amount[linear]" in ids
 
 
 def test_template_catalogue_covers_all_domains():

@@ -134,3 +134,90 @@ def test_insight_items_are_directional_and_traps_are_false_in_the_world(world: P
         if c.id.startswith("neg_conf_"):
             spurious = c.id.removeprefix("neg_conf_")
             assert not g.has_edge(spurious, spec.target), f"trap {c.id}: {spurious} does cause {spec.target}"
+
+
+# --------------------------------------------------------------------------- one request per emitted task
+BOTH = ("Hi, I'm Dana from revenue. We ran a price test on part of our accounts. Can you tell me the churn "
+        "difference between the test and control arms, and the price gap between them, using crm.csv?")
+CHURN_ONLY = ("Hi, I'm Dana from revenue. We raised prices for a test group of accounts. Can you compare churn "
+              "between the test and control arms using crm.csv and tell me the difference, whichever way it goes?")
+PRICE_ONLY = ("Hi, I'm Dana from revenue. We raised prices for a test group of accounts. Can you tell me how the "
+              "price paid differs between the test and control arms, using crm.csv, whichever way it goes?")
+
+
+def test_a_closed_form_request_must_not_ask_for_a_quantity_another_task_grades(world: Path) -> None:
+    facets = world_answer_specs(world)
+    churn, price = facets["test_churn_gap"], facets["test_price_gap"]
+    both = request_problems(BOTH, target="churned", target_description="", files=FILES, answers=[churn],
+                            others=[price])
+    assert any("also asks for 'price gap'" in p for p in both), both
+    # naming the intervention ("raised prices for a test group") is no request for the price gap
+    assert request_problems(CHURN_ONLY, target="churned", target_description="", files=FILES, answers=[churn],
+                            others=[price]) == []
+    # a request for the price gap must be about price, not churn
+    plain = ("Hi, I'm Dana from revenue. Can you compare churn between the test and control arms of our experiment "
+             "using crm.csv and tell me the difference, whichever way it goes?")
+    wrong = request_problems(plain, target="price", target_description="", files=FILES, answers=[price],
+                             others=[churn], one_quantity=True)
+    assert any("graded quantity" in p for p in wrong), wrong
+
+
+def _pricing_spec(world: Path):
+    spec = next(s for s in sample_specs(world, max_tasks=10, seed=0)
+                if {"test_churn_gap", "test_price_gap"} <= {p.id for p in s.phenomena})
+    facets = world_answer_specs(world)
+    return spec, [facets[p.id] for p in spec.phenomena if isinstance(p.value, (int, float))]
+
+
+def _graded_line(text: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("Graded quantity:"))
+
+
+def test_each_closed_form_task_gets_a_request_about_exactly_its_quantity(world: Path, scripted) -> None:
+    """Scripted model: asked for one quantity it writes a request about that quantity; asked for the report it
+    asks about both. Every request is accepted and each closed-form one names only its own quantity."""
+    from worldsmith.agents.world_writers import write_requests
+
+    script, make_runtime = scripted
+
+    def respond(req):
+        graded = _graded_line(req.text)
+        if "`churned`" in graded and "`price`" not in graded:
+            return {"request": CHURN_ONLY}
+        if "`price`" in graded and "`churned`" not in graded:
+            return {"request": PRICE_ONLY}
+        return {"request": BOTH}
+
+    script.fallback(respond)
+    spec, answers = _pricing_spec(world)
+    llm = make_runtime().llm
+    report, each = asyncio.run(write_requests(llm, spec, load_contract(world).persona, FILES, model="scripted",
+                                              answers=answers))
+    assert report.value == BOTH and report.produced_by == "llm:scripted"
+    assert each["test_churn_gap"].value == CHURN_ONLY and each["test_churn_gap"].produced_by == "llm:scripted"
+    assert each["test_price_gap"].value == PRICE_ONLY and each["test_price_gap"].produced_by == "llm:scripted"
+    asked = [_graded_line(r.text) for r in script.requests]
+    assert any("`churned`" in g and "`price`" not in g for g in asked)  # the model was told the one quantity
+
+
+def test_a_closed_form_request_that_asks_for_more_falls_back_to_the_quantity_template(world: Path, scripted) -> None:
+    from worldsmith.agents.world_writers import write_requests
+
+    script, make_runtime = scripted
+    script.fallback({"request": BOTH})
+    spec, answers = _pricing_spec(world)
+    persona = load_contract(world).persona
+    report, each = asyncio.run(write_requests(make_runtime().llm, spec, persona, FILES, model="scripted",
+                                              answers=answers))
+    assert report.value == BOTH  # the report grades both gaps
+    churn = each["test_churn_gap"]
+    assert churn.produced_by == "template:request:quantity"
+    assert any("also asks for 'price gap'" in e for e in churn.errors or [])
+    assert "the difference in churned" in churn.value and "price gap" not in churn.value.lower()
+    facets = world_answer_specs(world)
+    assert question_problems(churn.value, spec, FILES, [facets["test_churn_gap"]], [facets["test_price_gap"]],
+                             one_quantity=True) == []
+    price = each["test_price_gap"]
+    assert price.produced_by == "template:request:quantity" and "the difference in price" in price.value
+    assert "churn" not in price.value.lower()
+    assert any("churn difference" in e for e in price.errors or [])

@@ -37,7 +37,8 @@ async def test_world_graph_writes_verified_tasks(scripted, tmp_path: Path) -> No
         pkg = tmp_path / "tasks" / "tasks" / task.id
         assert (pkg / "solution" / "solve.py").is_file()
         assert task.provenance.world_id == "customer_pricing_saas-s3"
-        assert any(p.startswith("llm:") or p == "template:request" for p in task.provenance.produced_by)
+        # a closed-form task's fallback is the template about its one quantity (`template:request:quantity`)
+        assert any(p.startswith(("llm:", "template:request")) for p in task.provenance.produced_by)
         assert not (pkg / "environment" / ".truth").exists() and not (pkg / "environment" / "WORLD.md").exists()
         oracle = json.loads((tmp_path / "tasks" / "oracle" / f"{task.id}.json").read_text())
         assert oracle["label"] == "oracle"
@@ -48,6 +49,10 @@ async def test_world_graph_writes_verified_tasks(scripted, tmp_path: Path) -> No
                 assert task.instruction.startswith(REQUEST)
             else:
                 assert task.metadata["request_rejected"] and not task.instruction.startswith(REQUEST)
+                assert "template:request:quantity" in task.provenance.produced_by
+                # the stand-in asks for exactly the graded quantity, by its measure
+                measure = task.answers[0].spec.measure.variable.replace("_", " ")
+                assert measure in task.instruction.split("\n\n")[0]
             assert f"@{task.answers[0].name}[" in task.instruction
             # the shipped reference solution, run from the package's environment, passes the shipped grader
             run = subprocess.run([sys.executable, str(pkg / "solution" / "solve.py")], cwd=pkg / "environment",

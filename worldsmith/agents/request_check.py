@@ -32,6 +32,10 @@ _NUMBER_RE = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?![\w.])")
 _MONEY_RE = re.compile(r"\b(?:cost|costs|roi|return on investment|profit|profits|savings|budget impact|"
                        r"revenue impact|dollar impact)\b", re.IGNORECASE)
 _MONEY_UNITS = {"usd", "eur", "gbp", "$", "€", "£"}
+# a variable asked for as a quantity: "price gap", "average price", "the price difference"
+# ("price increase" / "price change" stay allowed: they describe the intervention, not a quantity asked for)
+_ASKED_AFTER = r"(?:gaps?|differences?|differs?|levels?|uplift|slopes?|correlat\w*|trends?)"
+_ASKED_BEFORE = r"(?:average|mean|median|typical|total|highest|lowest)"
 
 
 def _words(text: str) -> set[str]:
@@ -58,12 +62,49 @@ def leaked_numbers(text: str, values: Iterable[float]) -> list[str]:
     return found
 
 
+def _measure_words(a: AnswerFacets) -> set[str]:
+    return _words(a.measure.variable) | (_words(a.x.variable) if a.x else set())
+
+
+def _asks_for(low: str, word: str) -> str | None:
+    """The phrase in which `word` (up to its ending) is asked for as a quantity, if any."""
+    w = re.escape(word[:5] if len(word) > 5 else word)
+    m = re.search(rf"\b{w}\w*\s+(?:\w+\s+)?{_ASKED_AFTER}\b|\b{_ASKED_BEFORE}\s+(?:\w+\s+)?{w}\w*", low)
+    return m.group(0) if m else None
+
+
+def goal_problems(low: str, answers: Sequence[AnswerFacets], others: Sequence[AnswerFacets],
+                  one_quantity: bool = False) -> list[str]:
+    """A request asks for no quantity that only other tasks grade (`others`: e.g. the price gap beside the churn
+    gap of the same price test); a closed-form task's request (`one_quantity`) also names its measure."""
+    problems = []
+    if one_quantity and answers and not _mentions(low, _measure_words(answers[0])):
+        problems.append(f"the request must ask about the graded quantity ({quantity_name(answers[0])})")
+    own = set().union(*(_measure_words(a) for a in answers)) if answers else set()
+    for o in others:
+        for w in sorted(_measure_words(o) - own - _COMMON):
+            if phrase := _asks_for(low, w):
+                problems.append(f"the request also asks for {phrase!r}, which this task does not grade; ask only "
+                                "for " + ", ".join(quantity_name(a) for a in answers))
+                break
+    return problems
+
+
+def quantity_name(a: AnswerFacets) -> str:
+    """Short words for a graded quantity: its measure (and the variable it is set against)."""
+    x = f" against {a.x.variable.replace('_', ' ')}" if a.x else ""
+    return f"{a.quantity.replace('_', ' ')} of {a.measure.variable.replace('_', ' ')}{x}"
+
+
 def request_problems(text: str, *, target: str, target_description: str, files: Sequence[str],
-                     answers: Sequence[AnswerFacets], expected: Iterable[float] = ()) -> list[str]:
+                     answers: Sequence[AnswerFacets], expected: Iterable[float] = (),
+                     others: Sequence[AnswerFacets] = (), one_quantity: bool = False) -> list[str]:
     """Why a request is unusable (empty when it fits what is graded).
 
     `files`: the data room's files (world-relative); `answers`: the specs the request's tasks grade;
-    `expected`: the graded values (in the recipe's and in the reported unit) that must not appear."""
+    `expected`: the graded values (in the recipe's and in the reported unit) that must not appear; `others`:
+    quantities graded by other tasks, which the request must not ask for; `one_quantity`: a closed-form task's
+    request, which must name the measure of its one answer."""
     problems: list[str] = []
     low = text.lower()
     if not 60 <= len(text) <= 1500:
@@ -82,6 +123,8 @@ def request_problems(text: str, *, target: str, target_description: str, files: 
     if answers and not _mentions(low, measure_words | names):
         problems.append("the request must ask about the graded quantity ("
                         + ", ".join(sorted({a.measure.variable.replace('_', ' ') for a in answers})) + ")")
+    elif answers or others:
+        problems += goal_problems(low, answers, others, one_quantity)
     basenames = {f.rsplit("/", 1)[-1].lower(): f for f in files}
     for ref in dict.fromkeys(m.group(0) for m in _FILE_RE.finditer(text)):
         base = ref.rsplit("/", 1)[-1].lower()

@@ -60,13 +60,17 @@ class Window(BaseModel):
     column: str | None = None
     start: IsoDate | None = None
     end: IsoDate | None = None
+    event_dates: bool = Field(False, description="an export records posting dates: the window is on event dates")
 
-    def words(self) -> str:
+    def words(self, note: bool = True) -> str:
+        """The window in plain words; `note=False` leaves out the event-date note (said once, in the window line)."""
         if self.all_dates:
             return "all records, whatever their date"
         lo = f"on or after {self.start.isoformat()}" if self.start else ""
         hi = f"before {self.end.isoformat()}" if self.end else ""
-        return f"rows whose `{self.column}` is " + " and ".join(p for p in (lo, hi) if p)
+        posted = (f" (the date of the event itself: where an export's memo says its `{self.column}` is a posting "
+                  "date, shift it back by the documented delay first)") if self.event_dates and note else ""
+        return f"rows whose `{self.column}` is " + " and ".join(p for p in (lo, hi) if p) + posted
 
 
 class Side(BaseModel):
@@ -75,7 +79,7 @@ class Side(BaseModel):
     window: Window | None = None
 
     def words(self) -> str:
-        parts = [f.words() for f in self.filters] + ([self.window.words()] if self.window else [])
+        parts = [f.words() for f in self.filters] + ([self.window.words(note=False)] if self.window else [])
         return f"{self.label} ({'; '.join(parts)})"
 
 

@@ -143,10 +143,9 @@ class Tolerant:
         if normalise_text(expected) == normalise_text(got):
             return True
         e = _expected_number(expected, self.unit)
-        g = parse_quantity(got)
-        if e is None or g is None:
+        if e is None or parse_quantity(got) is None:
             return self._lists(expected, got)
-        return any(self.numbers(e, x) for x in _readings(g, self.unit))
+        return any(self.numbers(e, x) for x in unit_readings(got, self.unit))
 
     def _lists(self, expected: object, got: str) -> bool:
         exp_items, got_items = _as_list(expected), _as_list(got)
@@ -184,8 +183,12 @@ def _expected_number(expected: object, unit: str | None) -> float | None:
     return parse_number(expected)
 
 
-def _readings(g: Quantity, unit: str | None) -> list[float]:
-    """The values an answer may denote under the declared unit; none when it is a different quantity."""
+def unit_readings(value: object, unit: str | None) -> list[float]:
+    """The values an answer ('7.2', '7.2 pp', '7.2%', '$3') may denote under the declared unit; none when it is
+    a different quantity or no number. The one unit rule: rubric items with a unit read numbers through it too."""
+    g = parse_quantity(value)
+    if g is None:
+        return []
     kind = _unit_kind(unit)
     if kind is None:  # no unit declared: '12%' is 0.12, or 12 when the label kept the percent number
         if g.suffix == "%":

@@ -11,7 +11,9 @@ training/graders.py uses the same functions (criteria as plain dicts), so both g
 
 Numeric evidence: `@name[value]` tags named like the criterion id are authoritative; otherwise sentences that
 mention enough of the criterion's key terms are searched for numbers. '12.5%' also stands for 0.125; when the
-criterion talks about percent, a bare 0.125 matches an expected 12.5 and vice versa. Without a tolerance a
+criterion talks about percent, a bare 0.125 matches an expected 12.5 and vice versa, unless the criterion
+declares a `unit`: then numbers are read by grading's unit rule (`unit_readings`: for 'pp', '7.2', '7.2 pp' and
+'7.2%' are 7.2 and 0.072 is another quantity). Without a tolerance a
 number matches when it is the expected value rounded to the precision written, within 5% relative.
 """
 
@@ -52,7 +54,7 @@ JUDGE_ENV = ("WORLDSMITH_JUDGE_BASE_URL", "WORLDSMITH_JUDGE_MODEL", "WORLDSMITH_
 PROMPT_FILES = ("judge_system.md", "judge_task.md", "judge_request.md")
 
 _NUM_RE = re.compile(
-    r"(?<![\w.])([-+−]?)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(\s*%|\s*percent\b)?",
+    r"(?<![\w.])([-+−]?)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(\s*%|\s*percent(?:age)?\s+points?\b|\s*percent\b|\s*pp\b|\s*p\.p\.)?",
     re.IGNORECASE)
 _WORD_RE = re.compile(r"[a-z][a-z0-9]+")
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(\"'*_`-])")
@@ -181,6 +183,12 @@ def _matches(expected: float, n: NumberMention, tol: Mapping[str, Any] | None, p
     return any(_close(expected, v, tol, d) for v, d in readings)
 
 
+def _matches_unit(expected: float, text: str, decimals: int, tol: Mapping[str, Any] | None, unit: str) -> bool:
+    """An item with a declared unit reads a number through `grading.unit_readings` (the one unit rule): '7.2',
+    '7.2 pp' and '7.2%' are 7.2 percentage points; 0.072 stays 0.072, a different quantity."""
+    return any(_close(expected, v, tol, decimals) for v in _grading.unit_readings(text, unit))
+
+
 def _norm_name(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
@@ -199,11 +207,17 @@ def check_numeric(c: Criterion, text: str) -> NumericCheck:
         raise ValueError(f"criterion {c.get('id')!r} has no numeric expected_value; it needs the judge")
     expected, tol, cid = float(c["expected_value"]), c.get("tolerance"), str(c["id"])
     percent_context = bool(_PERCENT_RE.search(f"{c.get('observable', '')} {c.get('satisfy', '')}"))
+    unit = c.get("unit") or None
+
+    def matches(n: NumberMention, raw: str) -> bool:
+        return _matches_unit(expected, raw, n.decimals, tol, unit) if unit else \
+            _matches(expected, n, tol, percent_context)
+
     tags = _tags_for(cid, text)
     if tags:  # a tag named like the criterion is authoritative: free text is not searched
         for raw in tags:
             mentions = find_numbers(raw)
-            if mentions and _matches(expected, mentions[0], tol, percent_context):
+            if mentions and matches(mentions[0], raw):
                 return NumericCheck(True, "tag", f"@{cid}[{raw}] matches {expected:g}", (mentions[0].value,))
         return NumericCheck(False, "tag", f"@{cid}[{tags[-1]}] does not match expected {expected:g}")
     terms = key_terms(c)
@@ -214,7 +228,7 @@ def check_numeric(c: Criterion, text: str) -> NumericCheck:
     for sent in sentences:
         for mention in find_numbers(sent):
             seen.append(mention.value)
-            if _matches(expected, mention, tol, percent_context):
+            if matches(mention, mention.text):
                 return NumericCheck(True, "numeric", f"{mention.text!r} in: {_clip(sent)}", (mention.value,))
     if not seen:
         return NumericCheck(None, "none", f"sentences mention {terms} but contain no numbers: {_clip(sentences[0])}")

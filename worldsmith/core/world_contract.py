@@ -19,6 +19,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worldsmith.core.world_contract_claims import Claim
+from worldsmith.core.world_coherence import PlausibilityRule
 from worldsmith.core.world_contract_types import (SOURCELESS, Defect, Distribution, Heterogeneity, Invariant, Mechanism,
                                                   Noise, Recipe, Tolerance)
 
@@ -122,7 +123,16 @@ class Entity(_Strict):
     key: str | None = Field(default=None, description="id column; default <singular name>_id")
     attributes: list[Attribute] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list, description="categorical attributes that define groups")
+    ends_with: str | None = Field(default=None, description="event entities: a binary variable of the parent; a "
+                                  "parent whose value is 1 ends on a day drawn over the timeline (canonical column "
+                                  "`<variable>_date` of the parent) and has no rows after it (nothing billed after "
+                                  "churn)")
     description: str = ""
+
+    @property
+    def end_column(self) -> str | None:
+        """The parent's canonical end-date column when rows stop at the parent's end (`ends_with`)."""
+        return f"{self.ends_with}_date" if self.ends_with else None
 
     @model_validator(mode="after")
     def _defaults(self) -> "Entity":
@@ -238,6 +248,8 @@ class WorldContract(_Strict):
     systems: list[ObservationSystem] = Field(default_factory=list)
     phenomena: list[Phenomenon] = Field(default_factory=list)
     claims: list[Claim] = Field(default_factory=list, description="no-effect and conditional effect claims")
+    plausibility: list[PlausibilityRule] = Field(default_factory=list, description="domain rules checked at "
+                                                 "validation and on the generated world (world_coherence)")
     description: str = ""
 
     @model_validator(mode="after")

@@ -182,16 +182,17 @@ def _graded(world_dir: Path, spec: Any) -> list[Any]:
 class WriteRequests(RowOperator):
     name = "write_requests"
     category = "generate"
-    description = ("LLM question writer: the stakeholder request for each task spec, checked for leaks and "
-                   "off-target text; the template request when no model is given. Runs rows concurrently.")
+    description = ("LLM question writer: the stakeholder request of each task spec's report and one per closed-form "
+                   "quantity (about exactly it), checked for leaks and off-target text; the template request when no "
+                   "model is given. Runs rows concurrently.")
     inputs = ("spec", "world_dir")
-    outputs = ("request", "request_by", "request_errors")
+    outputs = ("request", "request_by", "request_errors", "requests")
 
     def __init__(self, llm: Any | None, *, model: str, concurrency: int = 1):
         self.llm, self.model, self.concurrency = llm, model, concurrency
 
     async def process(self, v: dict[str, Any], storage: StepStorage) -> dict[str, Any]:
-        from worldsmith.agents.world_writers import write_request
+        from worldsmith.agents.world_writers import write_requests
         from worldsmith.evolution.worlds.audit import load_contract
         from worldsmith.evolution.worlds.tasks import TaskSpec
 
@@ -199,10 +200,12 @@ class WriteRequests(RowOperator):
         world_dir = Path(v["world_dir"])
         contract = await asyncio.to_thread(load_contract, world_dir)
         _note(storage, "task", f"{spec.kind} task on {spec.target}: writing the request…")
-        out = await write_request(self.llm, spec, contract.persona, _data_files(world_dir), model=self.model,
-                                  answers=await asyncio.to_thread(_graded, world_dir, spec))
+        out, each = await write_requests(self.llm, spec, contract.persona, _data_files(world_dir), model=self.model,
+                                         answers=await asyncio.to_thread(_graded, world_dir, spec))
         _note(storage, "request", f"by {out.produced_by}: {out.value[:100]}…")
-        return {"request": out.value, "request_by": out.produced_by, "request_errors": out.errors or []}
+        return {"request": out.value, "request_by": out.produced_by, "request_errors": out.errors or [],
+                "requests": {k: {"request": r.value, "request_by": r.produced_by, "request_errors": r.errors or []}
+                             for k, r in each.items()}}
 
 
 @register_operator
@@ -261,7 +264,8 @@ class PackageTasks(Operator):
     category = "generate"
     description = ("Package verified closed-form tasks and report tasks with rubrics into a task collection, with "
                    "reference solutions and oracle trajectories; at most max_tasks, each phenomenon once.")
-    inputs = ("spec", "request", "request_by", "request_errors", "verified", "world_dir", "tasks_dir", "max_tasks")
+    inputs = ("spec", "request", "request_by", "request_errors", "requests", "verified", "world_dir", "tasks_dir",
+              "max_tasks")
     outputs = ("task_ids",)
 
     async def transform(self, rows: list[Row], binding: Binding, storage: StepStorage, index: int) -> list[Row]:

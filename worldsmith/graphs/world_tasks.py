@@ -31,12 +31,18 @@ def scaled_tolerance(p: Any, facets: AnswerFacets) -> Tolerance:
     return Tolerance(abs=abs_tol or None, rel=p.tolerance.rel or None)
 
 
+def _request_meta(r: dict[str, Any]) -> dict[str, Any]:
+    """Who wrote a task's request, and why drafts were refused (a fallback's reason)."""
+    return {"request_by": r["request_by"], **({"request_rejected": r["request_errors"]} if r.get("request_errors")
+                                               else {})}
+
+
 async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Callable[[str], None]) -> list[str]:
     """The tasks of one spec row: a closed-form task per verified phenomenon not yet `taken` (at most `budget`),
     then a report task over them. Re-packaging an identical task is a no-op, so a rerun after a kill is safe."""
     from worldsmith.agents.world_writers import deliverable_block
     from worldsmith.core.answer_spec import lint_answer_spec
-    from worldsmith.evolution.worlds.answer_specs import world_answer_specs
+    from worldsmith.evolution.worlds.answer_specs import systems_named, world_answer_specs
     from worldsmith.evolution.worlds.audit import load_contract
     from worldsmith.evolution.worlds.tasks import TaskSpec, load_ledger, method_items, rubric_items
     from worldsmith.graphs.world_ops import _data_files, world_id_of
@@ -53,7 +59,7 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
     coll = TaskCollection(v["tasks_dir"])
     world_id = world_id_of(world_dir)
     request, by = v["request"], v["request_by"]
-    request_meta = {"request_by": by, **({"request_rejected": v["request_errors"]} if v.get("request_errors") else {})}
+    request_meta = _request_meta(v)
     written: list[str] = []
 
     async def package(task: Task, code: str, output: str, answer: str) -> None:
@@ -75,21 +81,25 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
         taken.add(p.id)
         got = verified[p.id]
         f = facets[p.id]
+        own = (v.get("requests") or {}).get(p.id) or v  # its own request, about exactly this quantity
         task = Task(id=f"{world_id}-{spec.kind}-{spec.target}-{p.id}".replace("_", "-")[:120], kind="closed_form",
-                    instruction=request + deliverable_block(spec, contract, f),
+                    instruction=own["request"] + deliverable_block(spec, contract, f),
                     deliverable=DeliverableSpec(format="answer_tags", answer_names=[p.id]),
                     answers=[AnswerSpec(name=p.id, value=round(float(p.value) * f.factor, 6), tolerance=scaled_tolerance(p, f),
                                         unit=f.grading_unit, description=f.aggregation, spec=f)],
                     difficulty=Difficulty(level="medium"),
-                    metadata={"phenomenon": p.id, "target": spec.target, **request_meta}, **common)
+                    metadata={"phenomenon": p.id, "target": spec.target, **_request_meta(own)},
+                    **{**common, "provenance": common["provenance"].model_copy(
+                        update={"produced_by": [own["request_by"], "engine"]})})
         await package(task, got["code"], got["output"], f"@{p.id}[{got['value']}]")
         note(f"{task.id} (closed form) verified and written")
     computed = [p for p in spec.phenomena if p.id in verified]
     if not computed or len(written) >= budget:
         return written
     spec = spec.model_copy(update={"phenomena": computed})
+    named = await asyncio.to_thread(systems_named, world_dir, [facets[p.id] for p in computed])
     rubric = Rubric(criteria=rubric_items(spec, contract, facets)
-                    + method_items(spec, await asyncio.to_thread(load_ledger, world_dir)))
+                    + method_items(spec, await asyncio.to_thread(load_ledger, world_dir), systems=named))
     task = Task(id=f"{world_id}-{spec.kind}-{spec.target}-report".replace("_", "-")[:120], kind="report",
                 instruction=request + deliverable_block(spec, contract, None, [facets[p.id] for p in computed]),
                 deliverable=DeliverableSpec(format="markdown", filename="answer.md"), rubric=rubric,

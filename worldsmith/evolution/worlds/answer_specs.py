@@ -132,11 +132,14 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
         when = c.event(r.event).date
         col = ent.time_column
         span = dt.timedelta(days=r.window_days) if r.window_days is not None else None
-        after = Window(column=col, start=when, end=when + span if span else None)
-        before = Window(column=col, start=when - span if span else None, end=when)
+        # posting dates (a documented delay) would move rows across the split: the windows are on event dates
+        posted = any(st.fn == "shift_dates" for src in plan.entity_sources(ent.name) for st in src.steps)
+        after = Window(column=col, start=when, end=when + span if span else None, event_dates=posted)
+        before = Window(column=col, start=when - span if span else None, end=when, event_dates=posted)
         comp = Comparison(a=Side(label=f"after {r.event.replace('_', ' ')}", window=after),
                           b=Side(label=f"before {r.event.replace('_', ' ')}", window=before))
-        base["window"] = Window(column=col, start=before.start, end=after.end) if span else Window(all_dates=True)
+        base["window"] = Window(column=col, start=before.start, end=after.end, event_dates=posted) if span \
+            else Window(all_dates=True)
         return AnswerFacets(quantity="difference", measure=_measure(c, plan, r.variable), comparison=comp,
                             aggregation=f"mean of `{r.variable}` over A's rows minus its mean over B's rows "
                                         f"(A and B split by `{col}` at {when.isoformat()}), blank values left out",
@@ -187,3 +190,24 @@ def world_answer_specs(world_dir: str | Path) -> dict[str, AnswerFacets]:
     """Answer specs of every phenomenon of a built world (cached: a built world never changes)."""
     with _LOCK:
         return _world_specs(str(Path(world_dir).resolve()))
+
+
+def named_files(facets: list[AnswerFacets]) -> set[str]:
+    """Every data file the answer specs of a task name (measure, the other variable, grouping/filter/date columns)."""
+    out: set[str] = set()
+    for f in facets:
+        out.update(f.measure.files, f.x.files if f.x else [], *f.other_columns.values())
+    return out
+
+
+def systems_named(world_dir: str | Path, facets: list[AnswerFacets]) -> set[str]:
+    """Systems with a file among those the task names: the only ones whose defects the task can depend on."""
+    files = named_files(facets)
+    with _LOCK:
+        plan = _world_plan(str(Path(world_dir).resolve()))
+    return {s.system for s in plan.sources if any(part.path in files for part in s.parts)}
+
+
+@lru_cache(maxsize=8)
+def _world_plan(world_dir: str) -> ReconcilePlan:
+    return build_plan(Path(world_dir), load_contract(Path(world_dir)))[0]

@@ -20,7 +20,7 @@ from .mechanisms import contribution, sigmoid
 from .recipes import evaluate, recipe_columns, recipe_entity, where_columns
 from .validate import check_contract, edge_graph, entity_rows
 
-ENGINE_VERSION = "1.0"
+ENGINE_VERSION = "1.1"  # 1.1: the answer key leaves out values no system recorded
 MIN_ENTITY_ROWS = 10
 FIRST_NAMES = ["Ada", "Ben", "Chloe", "Dev", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Kira", "Luca",
                "Maya", "Noah", "Olga", "Pavel", "Quinn", "Rosa", "Sami", "Tara", "Umar", "Vera", "Wei", "Yara"]
@@ -101,6 +101,16 @@ class CanonicalState:
                 if c not in cols and keep(c):
                     cols[c] = column(np.asarray(v.to_numpy())[idx])
         return pd.DataFrame(cols)
+
+    def without(self, cells: dict[str, np.ndarray]) -> CanonicalState:
+        """A copy with the given cells (variable -> canonical row mask of its entity) blanked."""
+        tables = dict(self.tables)
+        for var, rows in cells.items():
+            ent = self.contract.node(var).entity
+            if tables[ent] is self.tables[ent]:
+                tables[ent] = tables[ent].copy()
+            tables[ent][var] = tables[ent][var].where(~rows)
+        return CanonicalState(self.contract, self.seed, tables, self.skeletons)
 
     def phenomenon_values(self, kept: dict[str, np.ndarray] | None = None) -> dict[str, float | str]:
         """Every phenomenon's value; `kept` (entity -> rows the exports keep, see `observe.kept_rows`) restricts an
@@ -246,8 +256,30 @@ def generate(contract: WorldContract, seed: int, rows: int | None = None) -> Can
             values[name] = _clip(n, _caused(contract, n, view, size, rng_for(seed, "node", name)))
         else:
             values[name] = _clip(n, _draw_root(n, size, rng_for(seed, "node", name)))
+    ends = {e.name: _end_rows(contract, e, sk, values, nodes, seed) for e in contract.entities if e.ends_with}
     tables = {e.name: _table(contract, e, sk, values, nodes) for e in contract.entities}
+    for e in contract.entities:
+        if e.name in ends:  # the parent's end date, kept in the truth (no variable, so no system exports it)
+            start = pd.Timestamp(contract.timeline.start)
+            tables[str(e.parent)][str(e.end_column)] = start + pd.to_timedelta(np.floor(ends[e.name]), unit="D")
     return CanonicalState(contract=contract, seed=seed, tables=tables, skeletons=sk)
+
+
+def _end_rows(contract: WorldContract, e: Entity, sk: dict[str, Skeleton], values: dict[str, np.ndarray],
+              nodes: dict[str, NodeInfo], seed: int) -> np.ndarray:
+    """`ends_with`: a parent flagged 1 ends on a day drawn over the timeline and its rows after that day are dropped
+    (no invoice after churn). Rows are independent draws, so dropping some leaves the others' values as generated.
+    Returns the end day per parent row (NaN: never ends)."""
+    flag = np.asarray(values[str(e.ends_with)])
+    rng = rng_for(seed, "ends", e.name)
+    end = np.where(flag == 1, rng.uniform(0, contract.timeline.days, len(flag)), np.nan)
+    s = sk[e.name]
+    keep = ~(s.days > end[s.parent_idx])  # type: ignore[index, operator]  # NaN end: every row stays
+    sk[e.name] = Skeleton(n=int(keep.sum()), parent_idx=s.parent_idx[keep], days=s.days[keep])  # type: ignore[index]
+    for name, n in nodes.items():
+        if n.entity == e.name:
+            values[name] = values[name][keep]
+    return end
 
 
 def _table(contract: WorldContract, e: Entity, sk: dict[str, Skeleton], values: dict[str, np.ndarray],

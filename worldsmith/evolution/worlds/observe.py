@@ -35,6 +35,9 @@ class ObservedSystem:
     parts: list[ObservedPart]
     entries: list[LedgerEntry] = field(default_factory=list)
     kept: np.ndarray | None = None  # canonical rows the export keeps (None: all; cancellations drop some)
+    # variable -> canonical rows whose value this system's `missing` defects blanked (the answer key leaves out
+    # values that no system recorded: nobody can recover them from the data room)
+    blanked: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def system_keys(c: WorldContract, s: ObservationSystem) -> tuple[list[str], dict[str, tuple[str, str]]]:
@@ -99,9 +102,16 @@ def project_system(state: CanonicalState, s: ObservationSystem,
             entries.append(entry)
     staged = sorted(((j, d) for j, d in enumerate(s.defects) if d.type in _STAGE),
                     key=lambda x: (_STAGE[x[1].type], x[0]))
+    blanked: dict[str, np.ndarray] = {}
     for j, d in staged:
+        was_blank = df[d.variable].isna().to_numpy() if d.type == "missing" else None
         df, entry = getattr(D, d.type)(df, d, ctx(f"{j}:{d.type}"))
         entries.append(entry)
+        # stages before duplicates keep canonical row order, so positions are rows (a stage that drops rows would
+        # break that: then the blanks are not traced and the key keeps those values)
+        if was_blank is not None and len(df) == len(state.tables[e.name]):
+            now = df[d.variable].isna().to_numpy() & ~was_blank
+            blanked[d.variable] = blanked.get(d.variable, np.zeros(len(now), dtype=bool)) | now
     if s.id_style != "canonical":
         df, entry = D.id_spelling(df, ctx("id_spelling"))
         entries.append(entry)
@@ -123,7 +133,7 @@ def project_system(state: CanonicalState, s: ObservationSystem,
     if not s.dictionary:
         entries.append(LedgerEntry(system=s.name, defect="no_dictionary",
                                    note="system left out of the data dictionary"))
-    return ObservedSystem(system=s, parts=parts, entries=entries, kept=kept)
+    return ObservedSystem(system=s, parts=parts, entries=entries, kept=kept, blanked=blanked)
 
 
 def _compose(kept: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -170,6 +180,18 @@ def _renames(parts: list[ObservedPart], s: ObservationSystem, c: WorldContract) 
                                    columns=[d.column, d.new_name], rows_affected=touched, example_before=d.column,
                                    example_after=d.new_name, documented=d.type == "rename" and d.memo))
     return entries
+
+
+def unrecorded_cells(c: WorldContract, observed: list[ObservedSystem]) -> dict[str, np.ndarray]:
+    """variable -> canonical rows whose value a declared `missing` defect blanked in every system recording it.
+
+    A value some other system still records is recoverable and stays in the answer key."""
+    out: dict[str, np.ndarray] = {}
+    for var in {v for o in observed for v in o.blanked}:
+        masks = [o.blanked.get(var) for o in observed if var in o.system.variables]
+        if all(m is not None for m in masks):
+            out[var] = np.logical_and.reduce(masks)  # type: ignore[arg-type]
+    return out
 
 
 def project(state: CanonicalState, sabotage: list[Sabotage] | None = None) -> list[ObservedSystem]:

@@ -223,12 +223,18 @@ def load_ledger(world_dir: str | Path) -> list[dict]:
     return list(data.get("entries", [])) if isinstance(data, dict) else list(data)
 
 
-def method_items(spec: TaskSpec, ledger: list[dict], max_items: int = 3) -> list[Criterion]:
-    """Method items from the projection ledger: the data problems a correct analysis of these variables must fix."""
+def method_items(spec: TaskSpec, ledger: list[dict], max_items: int = 3,
+                 systems: set[str] | None = None) -> list[Criterion]:
+    """Method items from the projection ledger: the data problems a correct analysis of these variables must fix.
+
+    `systems`: the systems whose files the task names (`answer_specs.systems_named`); a defect elsewhere is not
+    reachable from the task, so no item grades it."""
     relevant = {spec.target, *spec.related}
     items: list[Criterion] = []
     seen: set[str] = set()
     for entry in ledger:
+        if systems is not None and entry.get("system") not in systems:
+            continue
         cols = [c for c in entry.get("columns", []) if c in relevant] or (
             [] if entry.get("defect") not in ("duplicates", "id_style") else ["rows"])
         text = _METHOD_TEXT.get(entry.get("defect", ""))

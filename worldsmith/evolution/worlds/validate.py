@@ -24,6 +24,7 @@ _ONE_SOURCE = ("linear", "logistic", "multiplicative", "threshold", "saturating"
 
 def validate_contract(c: WorldContract) -> list[ContractProblem]:
     """Every semantic problem of a structurally valid contract (errors and warnings)."""
+    from .coherence import check_plausibility
     from .validate_claims import check_clipping, check_observability, check_power
     from .validate_effects import check_claims
     from .validate_io import check_invariants, check_phenomena, check_systems
@@ -38,7 +39,8 @@ def validate_contract(c: WorldContract) -> list[ContractProblem]:
                 ("phenomena", lambda: check_phenomena(c, nodes, p)),
                 ("claims", lambda: check_claims(c, nodes, p)),
                 ("observability", lambda: check_observability(c, p)),
-                ("bounds", lambda: check_clipping(c, nodes, p)), ("edges", lambda: check_power(c, nodes, p))]
+                ("bounds", lambda: check_clipping(c, nodes, p)), ("edges", lambda: check_power(c, nodes, p)),
+                ("plausibility", lambda: check_plausibility(c, p))]
     for where, run in sections:
         try:
             run()

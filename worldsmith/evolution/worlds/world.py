@@ -26,11 +26,12 @@ from .artifacts import (AUDIT, CONTRACT, DATA, LEDGER, MANIFEST, PHENOMENA, TRUT
                         file_hashes, render_statement, write_json)
 from worldsmith.core.store import public_mode, remove_stale_temps
 from worldsmith.core.world_contract import WorldContract
+from .coherence import IncoherentWorld, coherence_problems
 from .dataroom import write_documents
 from .defects import LedgerEntry, Sabotage
 from .engine import ENGINE_VERSION, CanonicalState, generate, scaled
 from .integrity import WorldIntegrityError, verify_manifest
-from .observe import kept_rows, project
+from .observe import kept_rows, project, unrecorded_cells
 from .recipes import recipe_entity
 from .writers import FileRecord, write_observed
 
@@ -94,14 +95,18 @@ def _check_replaceable(out_dir: Path, overwrite: bool) -> None:
 
 
 def _write_truth(state: CanonicalState, ledger: list[LedgerEntry], root: Path,
-                 kept: dict[str, np.ndarray] | None = None) -> None:
+                 kept: dict[str, np.ndarray] | None = None,
+                 unrecorded: dict[str, np.ndarray] | None = None) -> None:
+    """Canonical tables, the ledger and the answer key. Phenomenon values leave out the cells no system recorded
+    (`observe.unrecorded_cells`): a value nobody can read back is no part of what an analysis can be graded on, and
+    with it the key would move with the luck of which rows went blank (and with a MAR defect's bias)."""
     canon = root / TRUTH / "canonical"
     canon.mkdir(parents=True, exist_ok=True)
     for name, table in state.tables.items():
         table.to_parquet(canon / f"{name}.parquet", index=False, compression="snappy")
     write_json(root / LEDGER, {"entries": [e.model_dump(mode="json") for e in ledger]})
     c = state.contract
-    values = state.phenomenon_values(kept)
+    values = state.without(unrecorded or {}).phenomenon_values(kept)
     items = [PhenomenonTruth(id=p.id, value=values[p.id], tolerance=p.tolerance, kind=p.kind,
                              statement=render_statement(p.statement, values[p.id]), entity=recipe_entity(c, p.recipe))
              for p in c.phenomena]
@@ -145,6 +150,8 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
         t0 = time.perf_counter()
         note("generate", 0.0)
         state = generate(source, seed)
+        if generated_from is None and (incoherent := coherence_problems(state)):
+            raise IncoherentWorld(full.id, incoherent)  # a twin is meant to break its contract's claims
         timings["generate"] = time.perf_counter() - t0
         note("project", 0.3)
         t0 = time.perf_counter()
@@ -156,7 +163,7 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
         write_documents(full, observed, records, tmp / DATA)
         (tmp / CONTRACT).write_text(json.dumps(full.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
         ledger = [e for o in observed for e in o.entries]
-        _write_truth(state, ledger, tmp, kept_rows(observed, source))
+        _write_truth(state, ledger, tmp, kept_rows(observed, source), unrecorded_cells(state.contract, observed))
         timings["write"] = time.perf_counter() - t0
         result = WorldResult(world_dir=str(out_dir), world_id=full.id, contract_sha256=sha, seed=seed,
                              entity_rows={k: len(v) for k, v in state.tables.items()}, files=records)
