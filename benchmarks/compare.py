@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from worldsmith.core.store import atomic_write_text  # noqa: E402
-from worldsmith.training.bench_summary import compare_table, load_summary  # noqa: E402
+from worldsmith.core.store import atomic_write_text
+from worldsmith.training.bench_summary import compare_table, load_summary
 
 
 def main(argv: list[str] | None = None) -> str:

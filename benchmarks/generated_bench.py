@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from a checkout: import this checkout's worldsmith
     sys.path.insert(0, str(ROOT))
 
-from worldsmith.core.schemas import Task  # noqa: E402
-from worldsmith.core.store import atomic_write_text, sha256_file  # noqa: E402
+from worldsmith.core.schemas import Task
+from worldsmith.core.store import sha256_file
 
 NAME = "generated-v1"
 DATA = ROOT / "benchmarks" / "data" / NAME
@@ -101,7 +101,8 @@ def _manifest_row(task: Task, domain: str, seed: int, template: str) -> dict[str
             "world_id": task.provenance.world_id, "level": task.difficulty.level,
             "quantity": task.answers[0].spec.quantity, "question": task.instruction,
             "expected": {a.name: a.value for a in task.answers},
-            "tolerance": {a.name: a.tolerance.model_dump(exclude_none=True) for a in task.answers},
+            "tolerance": {a.name: a.tolerance.model_dump(exclude_none=True) if a.tolerance else None
+                          for a in task.answers},
             "answer_specs": [a.spec.model_dump(mode="json") for a in task.answers],
             "files": [f.path for f in task.workspace.files]}
 

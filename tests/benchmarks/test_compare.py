@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from worldsmith.training.bench_summary import combine, load_summary, summary_from_run_dir, wilson_interval
+from worldsmith.training.bench_summary import (
+    combine,
+    load_summary,
+    summary_from_run_dir,
+    wilson_interval,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

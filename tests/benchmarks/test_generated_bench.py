@@ -73,6 +73,7 @@ def test_frozen_set_matches_its_checksums_and_has_the_promised_shape(manifest: d
             assert f"@{a.name}[" in t.instruction and "Rounding:" in t.instruction and "Unit:" in t.instruction
 
 
+@pytest.mark.slow
 def test_build_is_byte_identical_and_reproduces_the_frozen_files(tmp_path: Path, manifest: dict) -> None:
     """Two builds of one seed-list entry give the same files, and they are the repo's frozen files."""
     gb = _script()

@@ -16,7 +16,12 @@ Progress = Callable[[int, int], None]
 def load_tasks(path: Path, *, limit: int | None = None, ids: list[str] | None = None, split: str | None = None) -> list:
     """Tasks from a collection (index.jsonl), a frozen task list (tasks.jsonl), one task package (task.json) or a
     DABench-format folder."""
-    from worldsmith.core.taskpkg import TASK_LIST, TaskCollection, read_task_list, read_task_package
+    from worldsmith.core.taskpkg import (
+        TASK_LIST,
+        TaskCollection,
+        read_task_list,
+        read_task_package,
+    )
     from worldsmith.training.dabench import load_dabench
 
     if (path / "questions.jsonl").is_file():

@@ -163,13 +163,14 @@ def _row(c: dict[str, Any]) -> str:
 def compare_table(groups: Sequence[Sequence[dict[str, Any]]]) -> str:
     """Markdown: one row per benchmark (its runs pooled), then the gap between the first two benchmarks."""
     combined = [combine(g) for g in groups]
-    lines = ["| benchmark | runs | samples | questions | accuracy | 95% CI (Wilson) | min–max over runs "
-             "| median s/question | guards |", "|---|---|---|---|---|---|---|---|---|"]
+    header = ("| benchmark | runs | samples | questions | accuracy | 95% CI (Wilson) | min–max over runs "
+              "| median s/question | guards |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(c) for c in combined]
     if len(combined) >= 2:
         a, b = combined[0], combined[1]
-        lines += ["", f"Gap {a['benchmark']} − {b['benchmark']}: {100 * (a['accuracy'] - b['accuracy']):+.1f} points "
-                      "(pooled accuracies)."]
+        gap = 100 * (a["accuracy"] - b["accuracy"])
+        lines += ["", f"Gap {a['benchmark']} − {b['benchmark']}: {gap:+.1f} points (pooled accuracies)."]
     return "\n".join(lines)
 
 
