@@ -75,7 +75,12 @@ def test_frozen_set_matches_its_checksums_and_has_the_promised_shape(manifest: d
 
 @pytest.mark.slow
 def test_build_is_byte_identical_and_reproduces_the_frozen_files(tmp_path: Path, manifest: dict) -> None:
-    """Two builds of one seed-list entry give the same files, and they are the repo's frozen files."""
+    """Two builds of one seed-list entry give the same files, and they are the repo's frozen files.
+
+    The second half fails when the engine or the world-task writer changes what it emits: the frozen set is then
+    no longer what the code builds. Keep it (it is a fixed benchmark) and build the new output as a new version
+    (NAME and data folder generated-v2), rather than rebuilding v1 in place: figures on v1 stay comparable."""
+    stale = "the code no longer builds the frozen generated-v1 set (see this test's docstring)"
     gb = _script()
     entry = ("operations_supply_chain", 1104, 300)
     assert entry in gb.SEED_LIST
@@ -86,10 +91,10 @@ def test_build_is_byte_identical_and_reproduces_the_frozen_files(tmp_path: Path,
     for line in (a / "SHA256SUMS").read_text().splitlines():
         digest, rel = line.split("  ", 1)
         if rel.startswith("worlds/"):
-            assert frozen[rel] == digest, rel
+            assert frozen[rel] == digest, f"{rel}: {stale}"
     frozen_lines = {json.loads(x)["id"]: x for x in (DATA / "tasks.jsonl").read_text().splitlines()}
     for line in (a / "tasks.jsonl").read_text().splitlines():
-        assert frozen_lines[json.loads(line)["id"]] == line
+        assert frozen_lines.get(json.loads(line)["id"]) == line, stale
 
 
 # --- expected answers, recomputed with plain pandas from the files and the question only ------------------------
