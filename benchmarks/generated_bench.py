@@ -3,7 +3,8 @@
 Every question is a world task with a complete answer spec (issue 10), written by the project itself from a fixed
 seed list: one template world per (domain, seed, rows) in SEED_LIST, built by the engine, audited, and given
 tasks with template requests (no LLM anywhere, so the build is deterministic). Up to PER_WORLD closed-form
-tasks per world are kept, distinct kinds of quantity first. The frozen set lives in benchmarks/data/generated-v1/:
+tasks per world are kept, distinct kinds of quantity first, and ordered round robin over the worlds (so
+`--limit 11` asks one question of every world). The frozen set lives in benchmarks/data/generated-v1/:
 
     tasks.jsonl     one Task per line (instruction, answers with their specs); workspace root = worlds/<world_id>
     manifest.json   the seed list and, per question: seed, template, task id, level, question, expected answers,
@@ -114,8 +115,7 @@ def build(out_dir: Path = DATA, seed_list: tuple[tuple[str, int, int], ...] = SE
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="genbench-") as tmp:
         scratch, stage = Path(tmp) / "scratch", Path(tmp) / "stage"
-        frozen: list[Task] = []
-        manifest: list[dict[str, Any]] = []
+        per_seed: list[list[tuple[Task, dict[str, Any]]]] = []
         for domain, seed, rows in seed_list:
             template, tasks, world_dir = asyncio.run(_world_tasks(domain, seed, rows, scratch))
             chosen = _select(tasks, per_world)
@@ -125,8 +125,12 @@ def build(out_dir: Path = DATA, seed_list: tuple[tuple[str, int, int], ...] = SE
                 target = stage / "worlds" / chosen[0].provenance.world_id / f
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(world_dir / f, target)
-            frozen += [_freeze(t) for t in chosen]
-            manifest += [_manifest_row(t, domain, seed, template) for t in chosen]
+            per_seed.append([(_freeze(t), _manifest_row(t, domain, seed, template)) for t in chosen])
+        # round robin over the worlds (each one's first question, then each one's second, ...): `--limit N`
+        # then samples N worlds, not the first world's questions
+        ordered = [world[rank] for rank in range(per_world) for world in per_seed if rank < len(world)]
+        frozen = [t for t, _ in ordered]
+        manifest = [row for _, row in ordered]
         stage.mkdir(parents=True, exist_ok=True)
         (stage / "tasks.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in frozen), encoding="utf-8")
         body = {"name": NAME, "seed_list": [list(s) for s in seed_list], "per_world": per_world,

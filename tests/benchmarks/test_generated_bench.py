@@ -63,6 +63,8 @@ def test_frozen_set_matches_its_checksums_and_has_the_promised_shape(manifest: d
     assert len(qs) >= 40
     assert len({q["template"] for q in qs}) >= 8
     assert len({q["quantity"] for q in qs}) >= 5  # means, shares, differences, slopes, correlations, lags
+    n_worlds = len({q["world_id"] for q in qs})
+    assert n_worlds >= 8 and len({q["world_id"] for q in qs[:n_worlds]}) == n_worlds  # round robin: --limit spreads
     assert sum(p.stat().st_size for p in DATA.rglob("*") if p.is_file()) < 4_000_000
     tasks = read_task_list(DATA)  # verifies every workspace file's hash
     assert [t.id for t in tasks] == [q["task_id"] for q in qs]
