@@ -71,8 +71,13 @@ def test_frozen_set_matches_its_checksums_and_has_the_promised_shape(manifest: d
     for t, q in zip(tasks, qs):
         assert t.kind == "closed_form" and all(a.spec is not None for a in t.answers)
         assert {a.name: a.value for a in t.answers} == q["expected"] and t.instruction == q["question"]
-        for a in t.answers:  # the instruction states the unit, the rounding and the answer tag
+        for a in t.answers:  # the instruction states the unit, window, sign, rounding and the answer tag
             assert f"@{a.name}[" in t.instruction and "Rounding:" in t.instruction and "Unit:" in t.instruction
+            assert "Time window:" in t.instruction
+            if a.spec.decimals is not None:
+                assert f"{a.spec.decimals} decimal place" in t.instruction
+            if a.spec.comparison is not None:
+                assert "A minus B" in t.instruction and a.spec.comparison.a.label in t.instruction
 
 
 @pytest.mark.slow
