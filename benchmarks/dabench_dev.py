@@ -6,11 +6,12 @@ a crude ReAct loop without few-shot, format help or error recovery solved 3/12 o
 on the same model (DESIGN.md).
 
     python benchmarks/dabench_dev.py [--model qwen2.5-coder-1.5b] [--max-turns 6] [--limit N] [--samples 1]
-                                     [--resume RUN_DIR] [--cache]
+                                     [--threads N] [--out summary.json] [--resume RUN_DIR] [--cache]
 
 Turns default to 6, not the analyst's 10: on 2 CPU cores a question that never converges costs ~25 s a turn,
 and few right answers come after the fourth turn (the README gives the turn histogram of the last full run). The LLM response cache is off unless --cache, so
-the times are real generation times.
+the times are real generation times. --out writes the run's summary (accuracy, Wilson interval inputs, times,
+guard counts) for benchmarks/compare.py, which sets it beside benchmarks/generated_bench.py's.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from worldsmith.app.runtime import make_runtime
 from worldsmith.commands.evaluate import progress_reporter
 from worldsmith.core.config import load_settings
 from worldsmith.core.schemas import Trajectory
+from worldsmith.training.bench_summary import summary_from_run_dir, write_summary
 from worldsmith.training.evaluate import primary_grade
 
 DABENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "dabench-dev"
@@ -40,10 +42,12 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=1)
     ap.add_argument("--resume", type=Path, default=None)
     ap.add_argument("--max-turns", type=int, default=6)
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp CPU threads (default: every CPU)")
+    ap.add_argument("--out", type=Path, default=None, help="write the summary JSON here (for compare.py)")
     ap.add_argument("--cache", action="store_true", help="reuse cached LLM responses (times are then not real)")
     args = ap.parse_args()
-    settings = load_settings(overrides={"llm": {"default": {"provider": "embedded", "model": args.model},
-                                                "cache": args.cache},
+    default = {"provider": "embedded", "model": args.model, **({"n_threads": args.threads} if args.threads else {})}
+    settings = load_settings(overrides={"llm": {"default": default, "cache": args.cache},
                                         "analyst": {"max_turns": args.max_turns}})
     rt = make_runtime(settings)
     t0 = time.monotonic()
@@ -75,6 +79,11 @@ def main() -> None:
                        for kind, t in o.get("guards", {}).items())
     print(f"answer guards: {guards or 'none fired'}; unsupported answers (graded wrong): {o.get('n_unsupported', 0)}")
     print(f"report: {result['report']}")
+    if args.out:
+        summary = summary_from_run_dir(run, benchmark="dabench-dev", model=args.model, threads=args.threads,
+                                       max_turns=settings.analyst.max_turns)
+        write_summary(args.out, summary)
+        print(f"summary: {args.out}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def progress_reporter(show: bool) -> tuple[Progress, Callable[[int, int], None]]
     return progress, on_progress
 
 
-def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, task package, or DABench-format folder.")],
+def eval_cmd(tasks: Annotated[Path, typer.Option("--tasks", help="Collection, task list (tasks.jsonl), task package, or DABench-format folder.")],
              samples: Annotated[Optional[int], typer.Option(help="Trajectories per task (pass@1 = mean over them).")] = None,
              limit: Annotated[Optional[int], typer.Option(help="Only the first N tasks.")] = None,
              ids: Annotated[Optional[list[str]], typer.Option("--id", help="Only these task ids (repeatable).")] = None,

@@ -165,6 +165,34 @@ def read_task_package(path: str | os.PathLike[str], *, verify: bool = True) -> T
     return task.model_copy(update={"workspace": task.workspace.model_copy(update={"root": str(path / "environment")})})
 
 
+TASK_LIST = "tasks.jsonl"
+
+
+def read_task_list(folder: str | os.PathLike[str], *, verify: bool = True) -> list[Task]:
+    """A frozen task list: `folder/tasks.jsonl`, one Task per line, each `workspace.root` a folder relative to
+    `folder` (tasks over one world share its files instead of a copy per package). With `verify`, every
+    workspace file must match its recorded hash."""
+    folder = Path(folder)
+    tasks = []
+    for line_no, row in enumerate(read_jsonl(folder / TASK_LIST), 1):
+        try:
+            task = Task.model_validate(row)
+        except ValueError as exc:
+            raise ArtifactError(f"{folder / TASK_LIST}: line {line_no} is not a valid task: {exc}") from exc
+        if not task.workspace.root or Path(task.workspace.root).is_absolute():
+            raise ArtifactError(f"{folder / TASK_LIST}: task {task.id} needs a workspace root relative to {folder}")
+        root = folder / task.workspace.root
+        if verify:
+            for f in task.workspace.files:
+                p = root / f.path
+                if not p.is_file():
+                    raise ArtifactError(f"{folder}: task {task.id}: workspace file {p} is missing")
+                if _sha256(p) != f.sha256:
+                    raise ArtifactError(f"{folder}: task {task.id}: workspace file {p} does not match its recorded hash")
+        tasks.append(task.model_copy(update={"workspace": task.workspace.model_copy(update={"root": str(root)})}))
+    return tasks
+
+
 def solution_code(path: str | os.PathLike[str]) -> str | None:
     p = Path(path) / "solution" / "solve.py"
     return p.read_text(encoding="utf-8") if p.exists() else None

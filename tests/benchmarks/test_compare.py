@@ -1,0 +1,103 @@
+"""Benchmark summaries and the side-by-side table (training/bench_summary.py, benchmarks/compare.py), on
+hand-made result files with hand-computed intervals."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from worldsmith.training.bench_summary import (
+    combine,
+    load_summary,
+    summary_from_run_dir,
+    wilson_interval,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compare():
+    spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "benchmarks" / "compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_wilson_interval_by_hand() -> None:
+    # 6/24, z = 1.96: centre (0.25 + 3.8415/48) / (1 + 3.8415/24) = 0.2845,
+    # half 1.96 * sqrt(0.25*0.75/24 + 3.8415/2304) / 1.16006 = 0.1645  ->  [0.1200, 0.4490]
+    lo, hi = wilson_interval(6, 24)
+    assert lo == pytest.approx(0.1200, abs=5e-4) and hi == pytest.approx(0.4490, abs=5e-4)
+    # 0/10: the interval is [0, z²/(n+z²)] = [0, 3.8415/13.8415] = [0, 0.2775]
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(0.2775, abs=5e-4)
+    with pytest.raises(ValueError, match="n >= 1"):
+        wilson_interval(0, 0)
+
+
+def _summary(path: Path, benchmark: str, k: float, n: int, times: list[float], guards: dict | None = None) -> Path:
+    qs = [{"task_id": f"q{i}", "level": "medium", "correct": 1.0 if i < k else 0.0, "time_s": t}
+          for i, t in enumerate(times)]
+    path.write_text(json.dumps({"benchmark": benchmark, "samples": 1, "n_questions": n, "n_correct": k,
+                                "accuracy": k / n, "guards": guards or {}, "questions": qs}))
+    return path
+
+
+def test_compare_table_pools_runs_and_reports_the_gap(tmp_path: Path) -> None:
+    dev1 = _summary(tmp_path / "dev1.json", "dabench-dev", 6, 10, [10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
+                    {"example_copy": 2})
+    dev2 = _summary(tmp_path / "dev2.json", "dabench-dev", 4, 10, [5] * 10, {"example_copy": 1, "no_evidence": 1})
+    gen = _summary(tmp_path / "gen.json", "generated-v1", 5, 20, [30] * 20)
+    table = _compare().main([str(dev1), str(gen), str(dev2), "--md", str(tmp_path / "table.md")])
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in table.splitlines() if line.startswith("| ") and "---" not in line}
+    # dev pooled: 10/20 = 50.0%, Wilson [0.2993, 0.7007]; runs 40% and 60%; median of 20 times = (5 + 10) / 2
+    assert rows["dabench-dev"] == ["dabench-dev", "2", "1", "10", "50.0%", "29.9%–70.1%", "40.0%–60.0%", "7.5",
+                                   "example_copy 3, no_evidence 1"]
+    # generated: 5/20 = 25.0%, Wilson: centre (0.25 + 3.8415/40) / 1.19207 = 0.2903,
+    # half 1.96 * sqrt(0.009375 + 0.0024009) / 1.19207 = 0.1784  ->  [0.1119, 0.4687]
+    assert rows["generated-v1"] == ["generated-v1", "1", "1", "20", "25.0%", "11.2%–46.9%", "—", "30.0", "0"]
+    assert "Gap dabench-dev − generated-v1: +25.0 points" in table
+    assert (tmp_path / "table.md").read_text() == table + "\n"
+
+
+def test_runs_of_different_benchmarks_are_not_pooled(tmp_path: Path) -> None:
+    a = load_summary(_summary(tmp_path / "a.json", "dabench-dev", 1, 2, [1, 1]))
+    b = load_summary(_summary(tmp_path / "b.json", "generated-v1", 1, 2, [1, 1]))
+    with pytest.raises(ValueError, match="different benchmarks"):
+        combine([a, b])
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a benchmark summary"):
+        load_summary(tmp_path / "bad.json")
+
+
+def test_a_run_directory_is_summarised_with_its_guards(tmp_path: Path) -> None:
+    """An eval run directory (results.json + trajectories): guards counted by kind whatever their shape; a
+    trajectory without the field counts nothing."""
+    run = tmp_path / "run"
+
+    def sample(passed: bool, t: float) -> dict:
+        return {"sample_index": 0, "status": "ok", "passed": passed, "score": float(passed), "time_s": t}
+
+    results = {"samples": 1, "tasks": [{"task_id": "a", "level": "easy", "samples": [sample(True, 12.0)]},
+                                       {"task_id": "b", "level": "hard", "samples": [sample(False, 30.0)]},
+                                       {"task_id": "c", "level": "hard", "samples": [sample(True, 18.0)]}],
+               "overall": {"n_tasks": 3, "accuracy_by_question": 2 / 3, "accuracy_by_sub_question": 0.7,
+                           "proportional_accuracy": 0.7, "n_empty": 0, "n_errors": 0}}
+    (run / "trajectories" / "a").mkdir(parents=True)
+    (run / "trajectories" / "b").mkdir()
+    (run / "trajectories" / "c").mkdir()
+    (run / "results.json").write_text(json.dumps(results))
+    (run / "events.jsonl").write_text(json.dumps({"event": "eval_request", "tasks": "/x/dabench-dev"}) + "\n")
+    (run / "trajectories" / "a" / "0.json").write_text(json.dumps({"guards": [{"kind": "names"}, {"kind": "names"}]}))
+    (run / "trajectories" / "b" / "0.json").write_text(json.dumps({"guards": ["no_evidence"]}))
+    (run / "trajectories" / "c" / "0.json").write_text(json.dumps({"steps": []}))
+    s = summary_from_run_dir(run)
+    assert s["benchmark"] == "dabench-dev" and s["n_questions"] == 3 and s["n_correct"] == 2
+    assert s["guards"] == {"names": 2, "no_evidence": 1}
+    assert s["median_s"] == 18.0
+    assert s["by_level"] == {"easy": {"n": 1, "correct": 1.0}, "hard": {"n": 2, "correct": 1.0}}
+    assert load_summary(run)["n_correct"] == 2

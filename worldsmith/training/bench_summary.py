@@ -1,0 +1,189 @@
+"""Benchmark summaries and the side-by-side table (benchmarks/dabench_dev.py, generated_bench.py, compare.py).
+
+A summary is a small JSON object per benchmark run: what ran (benchmark, model, samples, threads), accuracy by
+question (conservative: an empty answer is wrong; with several samples the mean over samples, i.e. pass@1), the
+per-question outcomes and times, and the guard counts found in the trajectories. It is built from an eval run
+directory (results.json + trajectories/), so any past run can be summarised too.
+
+Intervals are Wilson score intervals at 95% over questions: samples of one question are not independent draws,
+so n is the number of questions and k the (possibly fractional) number answered right. Combining runs of the
+same benchmark (other seeds or thread counts) gives the min-max of their accuracies and a pooled interval over
+all their question-runs (k and n summed; an optimistic interval, since runs repeat the same questions).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from worldsmith.core.store import atomic_write_text
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+
+
+def wilson_interval(k: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for k successes out of n (k may be fractional: a mean over samples)."""
+    if n <= 0:
+        raise ValueError(f"a Wilson interval needs n >= 1, got n={n}")
+    if not 0 <= k <= n:
+        raise ValueError(f"a Wilson interval needs 0 <= k <= n, got k={k}, n={n}")
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def guard_counts(trajectories: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Guards fired, by kind, over raw trajectory records; a record without a `guards` field adds nothing.
+
+    `guards` may be a list of records (`{"kind": ...}`), a list of kind names, or a mapping kind -> count."""
+    counts: Counter[str] = Counter()
+    for traj in trajectories:
+        guards = traj.get("guards") or []
+        if isinstance(guards, dict):
+            counts.update({str(k): int(v) for k, v in guards.items()})
+            continue
+        for g in guards:
+            counts[str(g.get("kind") or g.get("name") or "unknown") if isinstance(g, dict) else str(g)] += 1
+    return dict(sorted(counts.items()))
+
+
+def _trajectories(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((run_dir / "trajectories").rglob("*.json"))]
+
+
+def _benchmark_name(run_dir: Path) -> str:
+    """The tasks folder's name from the run's eval_request event (e.g. 'dabench-dev')."""
+    events = run_dir / "events.jsonl"
+    if events.is_file():
+        for line in events.read_text(encoding="utf-8").splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("event") == "eval_request" and e.get("tasks"):
+                return Path(e["tasks"]).name
+    return run_dir.name
+
+
+def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, **meta: Any) -> dict[str, Any]:
+    """The summary of a finished eval run directory (results.json and trajectories/)."""
+    run_dir = Path(run_dir)
+    path = run_dir / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir}: no results.json — not a finished eval run directory")
+    report = json.loads(path.read_text(encoding="utf-8"))
+    trajs = _trajectories(run_dir)
+    questions = []
+    for t in report["tasks"]:
+        samples = t["samples"]
+        questions.append({"task_id": t["task_id"], "level": t.get("level"),
+                          "correct": sum(s["passed"] for s in samples) / max(len(samples), 1),
+                          "time_s": round(statistics.fmean(s.get("time_s", 0.0) for s in samples), 3) if samples else 0.0})
+    o = report["overall"]
+    times = [s.get("time_s", 0.0) for t in report["tasks"] for s in t["samples"]]
+    by_level: dict[str, dict[str, float]] = {}
+    for q in questions:
+        lv = by_level.setdefault(q["level"] or "(unknown)", {"n": 0, "correct": 0.0})
+        lv["n"] += 1
+        lv["correct"] += q["correct"]
+    return {"benchmark": benchmark or _benchmark_name(run_dir), **meta, "samples": report["samples"],
+            "n_questions": o["n_tasks"], "n_correct": round(sum(q["correct"] for q in questions), 6),
+            "accuracy": o["accuracy_by_question"], "accuracy_by_sub_question": o["accuracy_by_sub_question"],
+            "proportional_accuracy": o["proportional_accuracy"], "n_empty": o.get("n_empty", 0),
+            "n_errors": o.get("n_errors", 0), "median_s": statistics.median(times) if times else None,
+            "guards": guard_counts(trajs), "by_level": dict(sorted(by_level.items())),
+            "questions": questions, "run_dir": str(run_dir)}
+
+
+def summarize_run(result: dict[str, Any], *, benchmark: str, **meta: Any) -> dict[str, Any]:
+    """The summary of what `app.eval.evaluate_path` returned (its run directory is read back)."""
+    return summary_from_run_dir(result["run_dir"], benchmark=benchmark, **meta)
+
+
+def write_summary(path: str | Path, summary: dict[str, Any]) -> Path:
+    return atomic_write_text(path, json.dumps(summary, indent=1) + "\n")
+
+
+def load_summary(path: str | Path) -> dict[str, Any]:
+    """A summary JSON file, or an eval run directory summarised on the fly."""
+    path = Path(path)
+    if path.is_dir():
+        return summary_from_run_dir(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: neither a summary JSON file nor an eval run directory")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    missing = [k for k in ("benchmark", "n_questions", "n_correct", "samples") if k not in data]
+    if missing:
+        raise ValueError(f"{path}: not a benchmark summary (missing {', '.join(missing)})")
+    return data
+
+
+def combine(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Runs of one benchmark pooled: accuracy min-max over runs and a Wilson interval over all question-runs."""
+    if not summaries:
+        raise ValueError("combine needs at least one summary")
+    names = sorted({s["benchmark"] for s in summaries})
+    if len(names) > 1:
+        raise ValueError(f"runs of different benchmarks cannot be pooled: {', '.join(names)}")
+    k = sum(s["n_correct"] for s in summaries)
+    n = sum(s["n_questions"] for s in summaries)
+    accs = [s["n_correct"] / s["n_questions"] for s in summaries]
+    times = [q["time_s"] for s in summaries for q in s.get("questions", [])]
+    guards: Counter[str] = Counter()
+    for s in summaries:
+        guards.update(s.get("guards") or {})
+    lo, hi = wilson_interval(k, n)
+    return {"benchmark": names[0], "runs": len(summaries), "samples": sorted({s["samples"] for s in summaries}),
+            "n_questions": sorted({s["n_questions"] for s in summaries}), "k": k, "n": n, "accuracy": k / n,
+            "ci95": (lo, hi), "min": min(accs), "max": max(accs),
+            "median_s": statistics.median(times) if times else None, "guards": dict(sorted(guards.items()))}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _row(c: dict[str, Any]) -> str:
+    spread = f"{_pct(c['min'])}–{_pct(c['max'])}" if c["runs"] > 1 else "—"
+    guards = ", ".join(f"{k} {v}" for k, v in c["guards"].items()) or "0"
+    med = f"{c['median_s']:.1f}" if c["median_s"] is not None else "—"
+    nq = "/".join(map(str, c["n_questions"]))
+    samples = "/".join(map(str, c["samples"]))
+    return (f"| {c['benchmark']} | {c['runs']} | {samples} | {nq} | {_pct(c['accuracy'])} "
+            f"| {_pct(c['ci95'][0])}–{_pct(c['ci95'][1])} | {spread} | {med} | {guards} |")
+
+
+def compare_table(groups: Sequence[Sequence[dict[str, Any]]]) -> str:
+    """Markdown: one row per benchmark (its runs pooled), then the gap between the first two benchmarks."""
+    combined = [combine(g) for g in groups]
+    header = ("| benchmark | runs | samples | questions | accuracy | 95% CI (Wilson) | min–max over runs "
+              "| median s/question | guards |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
+    lines += [_row(c) for c in combined]
+    if len(combined) >= 2:
+        a, b = combined[0], combined[1]
+        gap = 100 * (a["accuracy"] - b["accuracy"])
+        lines += ["", f"Gap {a['benchmark']} − {b['benchmark']}: {gap:+.1f} points (pooled accuracies)."]
+    return "\n".join(lines)
+
+
+def print_summary(s: dict[str, Any]) -> None:
+    lo, hi = wilson_interval(s["n_correct"], s["n_questions"])
+    print(f"workload: {s['n_questions']} {s['benchmark']} questions × {s['samples']} sample(s), "
+          f"model {s.get('model', '?')}, {s.get('max_turns', '?')} turns max, threads {s.get('threads') or 'all'}")
+    print(f"accuracy by question {_pct(s['accuracy'])} (95% Wilson {_pct(lo)}–{_pct(hi)}), "
+          f"by sub-question {_pct(s['accuracy_by_sub_question'])}, proportional {_pct(s['proportional_accuracy'])}; "
+          f"{s['n_empty']} empty, {s['n_errors']} errors")
+    for level, m in s["by_level"].items():
+        print(f"  {level:<9} {m['correct']:.1f}/{m['n']} right")
+    if s.get("median_s") is not None:
+        print(f"time per question: median {s['median_s']:.1f} s")
+    print("guards: " + (", ".join(f"{k} {v}" for k, v in s["guards"].items()) or "none recorded"))
+    print(f"run: {s['run_dir']}")
