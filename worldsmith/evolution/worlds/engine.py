@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from worldsmith.core.world_contract import Entity, NodeInfo, WorldContract
+from .grain import derive_values
 from .mechanisms import contribution, sigmoid
 from .recipes import evaluate, recipe_columns, recipe_entity, where_columns
 from .validate import check_contract, edge_graph, entity_rows
@@ -61,7 +62,8 @@ def scaled(contract: WorldContract, rows: int | None) -> WorldContract:
     factor = rows / max(base.values())
     data = contract.model_dump(mode="json")
     for e in data["entities"]:
-        if e["kind"] != "panel":
+        fixed = any(a["distribution"]["type"] == "fixed" for a in e["attributes"])
+        if e["kind"] != "panel" and not fixed:  # fixed attributes list one value per row
             e["count"] = max(MIN_ENTITY_ROWS, int(round(e["count"] * factor)))
     return WorldContract.model_validate(data)
 
@@ -185,6 +187,8 @@ def _draw_root(n: NodeInfo, size: int, rng: np.random.Generator) -> np.ndarray:
         cum = np.cumsum(np.asarray(d.probs, dtype=float))
         codes = np.minimum(np.searchsorted(cum / cum[-1], rng.random(size), side="right"), len(cum) - 1)
         return np.asarray(d.categories, dtype=object)[codes]
+    if d.type == "fixed":
+        return np.asarray(d.values, dtype=object if d.labelled else float)
     if d.type == "person_name":
         first = np.asarray(FIRST_NAMES, dtype=object)[rng.integers(0, len(FIRST_NAMES), size)]
         return first + " " + np.asarray(LAST_NAMES, dtype=object)[rng.integers(0, len(LAST_NAMES), size)]
@@ -235,7 +239,10 @@ def generate(contract: WorldContract, seed: int, rows: int | None = None) -> Can
             continue  # pseudo nodes (@time, @event:...) carry no values
         n = nodes[name]
         size = sk[n.entity].n
-        if contract.incoming(name):
+        if n.derive is not None:
+            view = _View(contract, n.entity, sk, values, owner)
+            values[name] = derive_values(contract, name, view, sk, values)
+        elif contract.incoming(name):
             view = _View(contract, n.entity, sk, values, owner)
             values[name] = _clip(n, _caused(contract, n, view, size, rng_for(seed, "node", name)))
         else:
