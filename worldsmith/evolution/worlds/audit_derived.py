@@ -20,7 +20,7 @@ from .audit_edges import CheckResult
 from .reconcile import Reconciled
 
 PASS_SHARE = 0.95
-MIN_COMPARABLE = 1
+MIN_COMPARABLE_SHARE = 0.05  # fewer comparable rows than this share of the table confirm nothing
 
 
 def _half_ulp(c: WorldContract, name: str) -> float:
@@ -38,9 +38,10 @@ def _num(df: pd.DataFrame, col: str) -> np.ndarray:
 def _verdict(cid: str, got: np.ndarray, want: np.ndarray, tol: np.ndarray, what: str) -> CheckResult:
     ok = np.isfinite(got) & np.isfinite(want)
     n = int(ok.sum())
-    if n < MIN_COMPARABLE:
-        return CheckResult(kind="invariant", id=cid, status="skip",
-                           reason=f"only {n} observed row(s) where {what} can be recomputed")
+    if n == 0 or n < MIN_COMPARABLE_SHARE * len(got):  # e.g. the variable is blank almost everywhere
+        return CheckResult(kind="invariant", id=cid, status="fail", observed=n, expected=len(got),
+                           reason=f"{what}: only {n} of {len(got)} observed rows can be recomputed, too few to "
+                                  "confirm the relation")
     close = np.abs(got[ok] - want[ok]) <= tol[ok] * 1.01 + 1e-9 + 1e-9 * np.abs(want[ok])
     share = float(close.mean())
     worst = float(np.max(np.abs(got[ok] - want[ok])))

@@ -57,7 +57,7 @@ def calendar_days(c: WorldContract, name: str) -> np.ndarray:
     """Sorted day offsets (days since the timeline start) of a shared calendar within the timeline."""
     cal = c.calendar(name)
     span = pd.date_range(pd.Timestamp(c.timeline.start), pd.Timestamp(c.timeline.end), freq="D")
-    hit = span.isin(pd.to_datetime(list(cal.dates))) | np.isin(span.weekday, list(cal.weekdays))
+    hit = span.isin(pd.to_datetime(list(cal.dates))) | np.isin(span.day_of_week, list(cal.weekdays))
     return np.flatnonzero(hit).astype(float)
 
 
