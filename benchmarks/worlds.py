@@ -184,6 +184,7 @@ def audit_claims(worlds: int, rows: int) -> dict:
             mech_of |= {f"derived:{v.name}": f"derived {v.derive.op}" for v in c.variables if v.derive}
             mech_of |= {f"fixed:{a.name}": "fixed attribute" for e in c.entities for a in e.attributes
                         if a.distribution.type == "fixed"}
+            mech_of |= {f"relink:{e.name}": "relink" for e in c.entities if e.relink is not None}
             judged: dict[str, list[str]] = {}
             for x in [*r.edges, *(i for i in r.invariants if i.id in mech_of)]:
                 if x.status != "skip":

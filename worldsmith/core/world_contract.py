@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worldsmith.core.world_contract_derived import Derivation
 from worldsmith.core.world_contract_types import (SOURCELESS, Calendar, Defect, Distribution, Gate, Heterogeneity,
-                                                  Invariant, Mechanism, Noise, Recipe, Tolerance)
+                                                  Invariant, Mechanism, Noise, Recipe, Relink, Tolerance)
 
 SCHEMA_VERSION = "1.0"
 
@@ -124,6 +124,7 @@ class Entity(_Strict):
     key: str | None = Field(default=None, description="id column; default <singular name>_id")
     attributes: list[Attribute] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list, description="categorical attributes that define groups")
+    relink: Relink | None = Field(default=None, description="the parent link revised at a date for a share of rows")
     description: str = ""
 
     @model_validator(mode="after")

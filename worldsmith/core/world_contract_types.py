@@ -240,6 +240,16 @@ class Gate(_Strict):
     direction: Literal["below", "above"] = "below"
 
 
+class Relink(_Strict):
+    """A mapping revised mid-timeline: from `date` on, `share` of the entity's rows belong to a different parent
+    (stores moved to another region). Dated rows below them follow the link valid on their date; the data room gets
+    the mapping table `<file>.csv` (id, parent id, valid_from, valid_to)."""
+
+    date: dt.date
+    share: float
+    file: str | None = Field(default=None, description="file stem; default <entity>_<parent>_links")
+
+
 class Calendar(_Strict):
     """Shared event days common to every entity (holidays, market days): explicit dates and/or weekdays
     (0 = Monday .. 6 = Sunday)."""

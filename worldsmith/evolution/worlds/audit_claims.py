@@ -45,10 +45,15 @@ def phenomenon_claims(c: WorldContract, ph: Phenomenon) -> list[str]:
 
 
 def _broken_relation_twin(c: WorldContract, check_id: str) -> WorldContract:
-    """The twin of an exact relation: a derived variable that does not respond to its inputs (a constant 0), or
-    fixed attribute values that are not the contract's (numbers: all equal to their mean; labels: rotated by one)."""
+    """The twin of an exact relation: a derived variable that does not respond to its inputs (a constant 0), fixed
+    attribute values that are not the contract's (numbers: all equal to their mean; labels: rotated by one), or a
+    mapping that is never revised (relink share 0)."""
     data = c.model_dump(mode="json")
     kind, name = check_id.split(":", 1)
+    for e in data["entities"]:
+        if kind == "relink" and e["name"] == name and e.get("relink"):
+            e["relink"]["share"] = 0.0  # the mapping is never revised
+            return WorldContract.model_validate(data)
     if kind == "derived":
         for v in data["variables"]:
             if v["name"] == name and v.get("derive"):
@@ -70,8 +75,9 @@ def _broken_relation_twin(c: WorldContract, check_id: str) -> WorldContract:
 
 def zero_effect_twin(c: WorldContract, edge_id: str) -> WorldContract:
     """The contract with edge `edge_id`'s effect set to zero (magnitudes and per-label levels); all else unchanged.
-    `derived:<variable>` and `fixed:<attribute>` (the ids of exact-relation checks) break that relation instead."""
-    if edge_id.startswith(("derived:", "fixed:")):
+    `derived:<variable>`, `fixed:<attribute>` and `relink:<entity>` (the ids of those checks) break that relation
+    instead."""
+    if edge_id.startswith(("derived:", "fixed:", "relink:")):
         return _broken_relation_twin(c, edge_id)
     data = c.model_dump(mode="json")
     for e in data["edges"]:

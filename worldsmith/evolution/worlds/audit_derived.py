@@ -24,11 +24,14 @@ MIN_COMPARABLE_SHARE = 0.05  # fewer comparable rows than this share of the tabl
 
 
 def _half_ulp(c: WorldContract, name: str) -> float:
-    """Largest rounding error of an observed value of `name`."""
+    """Largest rounding error of an observed value of `name` (a documented unit change written the value as
+    value x factor before rounding, so undoing it divides the rounding error by the factor)."""
     n = c.node(name)
     if n.kind in ("count", "binary"):
         return 0.0
-    return 0.5 * 10.0 ** -n.decimals if n.decimals is not None else 0.0
+    factors = [d.factor for s in c.systems for d in s.defects if d.type == "unit_drift" and d.variable == name]
+    widen = max([1.0, *(1.0 / abs(f) for f in factors if f)])
+    return 0.5 * 10.0 ** -n.decimals * widen if n.decimals is not None else 0.0
 
 
 def _num(df: pd.DataFrame, col: str) -> np.ndarray:

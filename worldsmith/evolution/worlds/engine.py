@@ -18,6 +18,7 @@ import pandas as pd
 from worldsmith.core.world_contract import Entity, NodeInfo, WorldContract
 from .grain import derive_values
 from .mechanisms import contribution, sigmoid
+from .relink import parent_step, relink_day, revised_parents
 from .recipes import evaluate, recipe_columns, recipe_entity, where_columns
 from .validate import check_contract, edge_graph, entity_rows
 
@@ -74,6 +75,8 @@ class Skeleton:
     parent_idx: np.ndarray | None = None  # row index into the parent table
     days: np.ndarray | None = None  # days since timeline start (event date / period start)
     n_periods: int = 0  # panels: rows are unit-major, n_periods per unit
+    parent_after: np.ndarray | None = None  # a relinked entity: each row's parent from relink_day on
+    relink_day: float = 0.0
 
 
 @dataclass
@@ -96,8 +99,9 @@ class CanonicalState:
         idx = np.arange(len(df))
         cur = self.contract.entity(entity)
         cols = {c: df[c] for c in df.columns if keep(c)}
+        days = self.skeletons[entity].days
         while cur.parent is not None:
-            idx = self.skeletons[cur.name].parent_idx[idx]  # type: ignore[index]
+            idx = parent_step(self.skeletons[cur.name], idx, days)
             cur = self.contract.entity(cur.parent)
             for c, v in self.tables[cur.name].items():
                 if c not in cols and keep(c):
@@ -141,6 +145,11 @@ def _skeleton(contract: WorldContract, e: Entity, sk: dict[str, Skeleton], seed:
         else:
             parent_idx = rng.integers(0, m, n)
     days = np.sort(rng.integers(0, span, n)).astype(float) if e.kind == "event" else None
+    if e.relink is not None and parent_idx is not None:
+        after = revised_parents(parent_idx, sk[e.parent].n, e.relink.share,  # type: ignore[index]
+                                rng_for(seed, "relink", e.name))
+        return Skeleton(n=n, parent_idx=parent_idx, days=days, parent_after=after,
+                        relink_day=relink_day(contract, e))
     return Skeleton(n=n, parent_idx=parent_idx, days=days)
 
 
@@ -153,9 +162,9 @@ class _View:
 
     def col(self, name: str) -> np.ndarray:
         src, idx, cur = self.owner[name], None, self.entity
+        days = self.sk[self.entity].days
         while cur != src:
-            step = self.sk[cur].parent_idx
-            idx = step if idx is None else step[idx]  # type: ignore[index]
+            idx = parent_step(self.sk[cur], np.arange(self.sk[cur].n) if idx is None else idx, days)
             cur = self.c.entity(cur).parent  # type: ignore[assignment]
         v = self.values[name]
         return v if idx is None else v[idx]

@@ -22,15 +22,18 @@ class SkeletonLike(Protocol):
     n_periods: int
 
 
-def chain_index(c: WorldContract, sk: dict[str, SkeletonLike], source: str, ancestor: str) -> np.ndarray:
-    """Row of `ancestor` each row of `source` belongs to (identity when they are the same entity)."""
+def chain_index(c: WorldContract, sk: dict[str, SkeletonLike], source: str, ancestor: str,
+                days: np.ndarray | None = None) -> np.ndarray:
+    """Row of `ancestor` each row of `source` belongs to (identity when they are the same entity); dated rows
+    (`days`) follow a link revised mid-timeline as of their date."""
+    from .relink import parent_step
+
     idx = np.arange(sk[source].n)
     cur = source
     while cur != ancestor:
-        step = sk[cur].parent_idx
-        if step is None:
+        if sk[cur].parent_idx is None:
             raise ValueError(f"entity {ancestor!r} is not an ancestor of {source!r}")
-        idx = step[idx]
+        idx = parent_step(sk[cur], idx, days)
         cur = str(c.entity(cur).parent)
     return idx
 
@@ -45,18 +48,17 @@ def row_map(c: WorldContract, sk: dict[str, SkeletonLike], source: str, target: 
     """Target row of each source row (see the module docstring for which pairs are valid)."""
     t = c.entity(target)
     if t.kind != "panel":
-        return chain_index(c, sk, source, target)
+        return chain_index(c, sk, source, target, sk[source].days)
     unit = str(t.parent)
     if c.entity(source).kind == "panel" and source != target:
-        # a panel's rows are unit-major; walk its unit up to the target's unit, keep the period
-        src_unit = str(c.entity(source).parent)
+        # a panel's rows are unit-major: walk each row up to the target's unit (as of its period), keep the period
         n_p = sk[source].n_periods
         rows = np.arange(sk[source].n)
-        return chain_index(c, sk, src_unit, unit)[rows // n_p] * n_p + rows % n_p
+        return chain_index(c, sk, source, unit, sk[source].days) * n_p + rows % n_p
     days = sk[source].days
     if days is None:
         raise ValueError(f"{source} has no dates, so it cannot be aggregated into the panel {target}")
-    return chain_index(c, sk, source, unit) * sk[target].n_periods + period_index(c, days)
+    return chain_index(c, sk, source, unit, days) * sk[target].n_periods + period_index(c, days)
 
 
 def aggregate(values: np.ndarray, idx: np.ndarray, size: int, how: str) -> np.ndarray:

@@ -143,8 +143,8 @@ def _sourceless(ctx: _Ctx, kind: str) -> bool:
         ent = ctx.c.entity(ctx.c.node(t).entity)
         if not ctx.dated(t) or (kind == "calendar" and ent.kind != "event"):
             continue  # a day calendar needs day-dated rows
-        if any(e.mechanism.type == kind for e in ctx.c.incoming(t)):
-            continue
+        if any(e.mechanism.type in (kind, "step_event", "event_percent") for e in ctx.c.incoming(t)):
+            continue  # a second step at the same date would be indistinguishable from the first
         if kind == "event_percent":
             y = pd.to_numeric(ctx.state.wide(ent.name)[t], errors="coerce")
             if abs(y.mean()) < 2 * y.std():

@@ -15,8 +15,8 @@ import networkx as nx
 from worldsmith.core.world_contract import Entity, NodeInfo, WorldContract
 from worldsmith.core.world_contract_types import SOURCELESS
 from .problems import ContractError, ContractProblem, Problems, as_data, problems_from_validation_error
-from .validate_mechanisms import (check_calendars, check_derived, check_fixed, check_moderators, check_shape,
-                                  dependency_edges)
+from .validate_mechanisms import (check_calendars, check_derived, check_fixed, check_moderators, check_relinks,
+                                  check_shape, dependency_edges)
 
 RESERVED = {"date", "period"}
 _DIST_KINDS = {"normal": "numeric", "lognormal": "numeric", "uniform": "numeric", "categorical": "categorical",
@@ -36,6 +36,7 @@ def validate_contract(c: WorldContract) -> list[ContractProblem]:
                 ("edges", lambda: _check_edges(c, nodes, p)), ("edges", lambda: _check_dag(c, p)),
                 ("events", lambda: _check_events_confounders(c, nodes, p)),
                 ("calendars", lambda: check_calendars(c, p)), ("entities", lambda: check_fixed(c, p)),
+                ("entities", lambda: check_relinks(c, p)),
                 ("variables", lambda: check_derived(c, nodes, p)),
                 ("invariants", lambda: check_invariants(c, nodes, p)), ("systems", lambda: check_systems(c, nodes, p)),
                 ("phenomena", lambda: check_phenomena(c, nodes, p)),

@@ -188,3 +188,26 @@ def dependency_edges(c: WorldContract) -> list[tuple[str, str, str]]:
         if v.derive is not None:
             out += [(x, v.name, f"derive:{v.name}") for x in derivation_inputs(v.derive)]
     return out
+
+
+def check_relinks(c: WorldContract, p: Problems) -> None:
+    """A relink revises a static entity's parent link at a date inside the timeline."""
+    for i, e in enumerate(c.entities):
+        if e.relink is None:
+            continue
+        path = f"entities[{i}]({e.name}).relink"
+        if e.kind != "static" or e.parent is None:
+            p.add("relink", path, f"only a static entity with a parent can be relinked; {e.name} is {e.kind}"
+                  f"{'' if e.parent else ' without parent'}", "relink the entity whose parent changes (stores of "
+                  "regions), and hang dated tables below it")
+        elif e.parent in {x.name for x in c.entities} and (c.entity(e.parent).count or 0) < 2:
+            p.add("relink", path, f"{e.parent} has fewer than 2 rows, so no row can change parent",
+                  f"give {e.parent} count >= 2")
+        if not 0 <= e.relink.share <= 1:
+            p.add("impossible_param", f"{path}.share", f"share {e.relink.share} is not in [0, 1]",
+                  "the share of rows whose parent changes, e.g. 0.2")
+        elif e.relink.share == 0:
+            p.warn("relink", f"{path}.share", "share 0: no row changes parent", "drop the relink or raise share")
+        if not c.timeline.start < e.relink.date < c.timeline.end:
+            p.add("relink", f"{path}.date", f"{e.relink.date} is not strictly inside the timeline "
+                  f"{c.timeline.start}..{c.timeline.end}", "move it so rows exist under both links")
