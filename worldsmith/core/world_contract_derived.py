@@ -12,7 +12,7 @@ The audit checks each as an identity on the observed files (`audit_derived`).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,7 +41,7 @@ class Aggregate(_Strict):
     how: Literal["sum", "mean", "count", "min", "max"] = "sum"
 
 
-Derivation = Annotated[Union[Ratio, Balance, Aggregate], Field(discriminator="op")]
+Derivation = Annotated[Ratio | Balance | Aggregate, Field(discriminator="op")]
 
 
 def derivation_inputs(d: Ratio | Balance | Aggregate) -> list[str]:

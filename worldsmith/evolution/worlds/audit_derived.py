@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from worldsmith.core.world_contract import WorldContract
+
 from .audit_edges import CheckResult
 from .reconcile import Reconciled
 

@@ -16,8 +16,15 @@ import numpy as np
 import pandas as pd
 
 from worldsmith.core.world_contract import Edge, WorldContract
+
 from .moderators import gate_open, group_labels
-from .shapes import binned_basis, calendar_basis, event_percent_basis, piecewise_basis, power_basis
+from .shapes import (
+    binned_basis,
+    calendar_basis,
+    event_percent_basis,
+    piecewise_basis,
+    power_basis,
+)
 
 
 class RowView(Protocol):

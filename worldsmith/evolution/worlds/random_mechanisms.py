@@ -11,13 +11,15 @@ graft that would push the target outside its bounds, or whose parts are not obse
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
 from worldsmith.core.world_contract import WorldContract
+
 from .audit_edges import FrameView, _columns
 from .validate import edge_graph, entity_rows
 

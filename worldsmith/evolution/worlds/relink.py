@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from worldsmith.core.world_contract import Entity, WorldContract
+
 from . import kernels as K
 
 LINKS_CSV = "csv"
@@ -91,7 +92,7 @@ def link_system(e: Entity) -> str:
 
 def link_descriptions(c: WorldContract) -> dict[str, str]:
     return {link_system(e): f"which {e.parent[:-1] if e.parent and e.parent.endswith('s') else e.parent} each "
-            f"{e.name[:-1] if e.name.endswith('s') else e.name} belongs to, with validity dates (valid_to blank: "
+            f"{e.name.removesuffix('s')} belongs to, with validity dates (valid_to blank: "
             "still valid)" for e in c.entities if e.relink is not None}
 
 

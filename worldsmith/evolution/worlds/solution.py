@@ -111,8 +111,8 @@ def _as_of_links(c: WorldContract, entity: str, have: set[str], used: set[str]) 
             continue
         p = c.entity(str(a.parent))
         used.update({"read_links", "asof_parent", "replace_parent"})
-        lines += [f"links = read_links({'data/' + link_file(c, a)!r}, {a.key!r}, {p.key!r}, "
-                  f"{(a.id_prefix, a.alias)!r}, {(p.id_prefix, p.alias)!r})  # revised {a.relink.date}",
+        lines += [(f"links = read_links({'data/' + link_file(c, a)!r}, {a.key!r}, {p.key!r}, "
+                   f"{(a.id_prefix, a.alias)!r}, {(p.id_prefix, p.alias)!r})  # revised {a.relink.date}"),
                   f"if {a.key!r} in {entity}.columns and {p.key!r} in {entity}.columns:",
                   f"    {entity} = asof_parent({entity}, links, {a.key!r}, {p.key!r}, {time_col!r})",
                   f"    {entity} = replace_parent({entity}, {p.name}, {p.key!r})"]

@@ -3,6 +3,7 @@ derived variables (ratio, balance, aggregate) and fixed attributes. Every proble
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from worldsmith.core.world_contract import NodeInfo, WorldContract
@@ -15,7 +16,7 @@ NUMERIC = ("numeric", "count", "binary")
 
 
 def _ascending(xs: list[float]) -> bool:
-    return all(a < b for a, b in zip(xs, xs[1:]))
+    return all(a < b for a, b in pairwise(xs))
 
 
 def check_shape(c: WorldContract, e: Any, nodes: dict[str, NodeInfo], tgt: NodeInfo, path: str, p: Problems) -> None:
