@@ -19,8 +19,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worldsmith.core.world_contract_derived import Derivation
-from worldsmith.core.world_contract_types import (SOURCELESS, Calendar, Defect, Distribution, Gate, Heterogeneity,
-                                                  Invariant, Mechanism, Noise, Recipe, Relink, Tolerance)
+from worldsmith.core.world_contract_rich import Calendar, Gate, Relink
+from worldsmith.core.world_contract_types import (SOURCELESS, Defect, Distribution, Heterogeneity, Invariant, Mechanism,
+                                                  Noise, Recipe, Tolerance)
 
 SCHEMA_VERSION = "1.0"
 
