@@ -267,3 +267,23 @@ def test_reference_solution_joins_as_of_the_revision(tmp_path):
     r = read_audit(tmp_path / "w")
     assert float(parse_answer(out.stdout, "region_slope")) == pytest.approx(
         {x.id: x.observed for x in r.phenomena}["region_slope"], rel=1e-9)
+
+
+@pytest.mark.parametrize("mech", ["power", "event_percent", "calendar", "gate"])
+def test_new_edges_fail_when_the_target_is_almost_entirely_blank(mech, tmp_path):
+    d = mini_contract(events=[{"name": "launch", "date": "2024-01-01", "description": "x"}],
+                      calendars=[{"name": "weekends", "weekdays": [5, 6]}])
+    edge = {"id": "new", "sources": [], "target": "amount"}
+    if mech == "power":
+        edge |= {"sources": ["discount"], "mechanism": SHAPES["power"]}
+    elif mech == "event_percent":
+        edge |= {"mechanism": {"type": "event_percent", "event": "launch", "percent": 10.0}}
+    elif mech == "calendar":
+        edge |= {"mechanism": {"type": "calendar", "calendar": "weekends", "jump": 3.0}}
+    else:
+        edge = {**d["edges"].pop(1), "id": "new", "gate": {"variable": "income", "threshold": 50.0}}
+    d["edges"].append(edge)
+    assert _status(_build(d, tmp_path / "ok"), "new") == "pass"
+    d["systems"][1]["defects"] = [{"type": "missing", "variable": "amount", "rate": 0.999}]
+    r = _build(d, tmp_path / "blank")
+    assert _status(r, "new") == "fail" and not r.passed
