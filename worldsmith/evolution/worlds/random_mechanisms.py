@@ -217,7 +217,12 @@ def _ratio(ctx: _Ctx) -> bool:
             name = f"{num}_per_{den}"
             if name in names:
                 continue
-            ctx.data["variables"].append({"name": name, "entity": sys.entity, "decimals": 4,
+            ratio = (pd.to_numeric(wide[num], errors="coerce") / d).abs().median()
+            if not np.isfinite(ratio) or ratio == 0:
+                continue
+            # keep about five significant digits, or the observed ratio rounds to a constant
+            digits = int(min(12, max(2, 4 - math.floor(math.log10(ratio)))))
+            ctx.data["variables"].append({"name": name, "entity": sys.entity, "decimals": digits,
                                           "derive": {"op": "ratio", "numerator": num, "denominator": den},
                                           "description": f"{num} divided by {den}"})
             ctx.data["systems"][s]["variables"].append(name)
