@@ -2,10 +2,11 @@
 
 Each graft adds to a contract one new-language construct on variables it already has: a power, piecewise or binned
 shape from an unused numeric cause, a percent event effect, a shared calendar, a gated effect, an effect that
-differs by a category x quarter, a ratio, or an aggregate of a child table on its parent. Magnitudes are sized from a
-small generated world of the variant (the spread of each design column the auditor will fit, the target's noise)
-so that the audit should confirm each planted term at about Z_GOAL standard errors at the contract's row count; a
-graft that would push the target outside its bounds, or whose parts are not observed, is not made.
+differs by a category x quarter, a ratio, an aggregate of a child table on its parent, or a stock accumulating a
+panel's flow. Magnitudes are sized from a small generated world of the variant (the spread each design column keeps
+in a joint fit, the target's noise) so that the audit should confirm each planted term at about Z_GOAL standard
+errors at the contract's row count; a graft that would push the target outside its bounds, or whose parts are not
+observed, is not made. Fixed attributes and relinks need tables the templates do not have and are not grafted.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from .validate import edge_graph, entity_rows
 
 Z_GOAL = 12.0
 SIZING_ROWS = 4000
-GRAFTS = ("power", "piecewise", "binned", "event_percent", "calendar", "gate", "moderators", "ratio", "aggregate")
+GRAFTS = ("power", "piecewise", "binned", "event_percent", "calendar", "gate", "moderators", "ratio", "aggregate",
+          "balance")
 
 
 class _Ctx:
@@ -250,6 +252,26 @@ def _aggregate(ctx: _Ctx) -> bool:
     return False
 
 
+def _balance(ctx: _Ctx) -> bool:
+    """A stock accumulating an observed flow of a panel (cumulative revenue of a branch)."""
+    blank = {d.variable for s in ctx.c.systems for d in s.defects if d.type == "missing"}
+    for s in ctx.rng.permutation(len(ctx.c.systems)).tolist():
+        sys = ctx.c.systems[s]
+        if ctx.c.entity(sys.entity).kind != "panel":
+            continue
+        flows = [v for v in sys.variables if ctx.c.node(v).kind in ("numeric", "count")
+                 and ctx.c.node(v).entity == sys.entity and v not in blank]
+        flow = ctx.pick(flows)
+        if flow is None or f"cumulative_{flow}" in ctx.c.nodes():
+            continue
+        ctx.data["variables"].append({"name": f"cumulative_{flow}", "entity": sys.entity,
+                                      "derive": {"op": "balance", "inflows": [flow]},
+                                      "description": f"running total of {flow} since the start of the timeline"})
+        ctx.data["systems"][s]["variables"].append(f"cumulative_{flow}")
+        return True
+    return False
+
+
 def graft_mechanisms(c: WorldContract, seed: int, rng: np.random.Generator, count: int = 2) -> WorldContract:
     """The contract with up to `count` grafts of distinct kinds (drawn by rng) that fit its variables."""
     ctx = _Ctx(c, seed, rng)
@@ -264,6 +286,6 @@ def graft_mechanisms(c: WorldContract, seed: int, rng: np.random.Generator, coun
         elif kind in ("gate", "moderators"):
             ok = _moderated(ctx, kind)
         else:
-            ok = _ratio(ctx) if kind == "ratio" else _aggregate(ctx)
+            ok = {"ratio": _ratio, "aggregate": _aggregate, "balance": _balance}[kind](ctx)
         done += ok
     return WorldContract.model_validate(ctx.data)
