@@ -147,10 +147,21 @@ def audit_rate(worlds: int, rows: int) -> dict:
     return result
 
 
+def _mechanism_label(e) -> str:
+    """An edge's mechanism type, with what modulates it ('linear+gate', 'linear+moderators')."""
+    label = e.mechanism.type
+    if e.gate is not None:
+        label += "+gate"
+    if e.heterogeneity is not None and len(e.heterogeneity.columns) > 1:
+        label += "+moderators"
+    return label
+
+
 def audit_claims(worlds: int, rows: int) -> dict:
     """Sensitivity and specificity of the audit: each random contract is built as claimed (the audit must pass it) and,
     for every mechanism type among the edges its audit could judge, as a zero-effect twin: one edge of that type (drawn
-    per seed) has its magnitudes set to zero while contract.json keeps the claim (the audit must fail it)."""
+    per seed) has its magnitudes set to zero while contract.json keeps the claim (the audit must fail it). Derived
+    variables and fixed attributes (exact relations) get a twin too: the relation broken, the claim kept."""
     import numpy as np
 
     from worldsmith.evolution.worlds import build_world, random_contract, read_audit
@@ -169,9 +180,13 @@ def audit_claims(worlds: int, rows: int) -> dict:
             true_ok += r.passed
             if not r.passed:
                 misses.append(f"true {c.id}: " + "; ".join(f"{x.kind} {x.id}: {x.reason}" for x in r.failures()))
-            mech_of = {str(e.id): e.mechanism.type for e in c.edges}
+            mech_of = {str(e.id): _mechanism_label(e) for e in c.edges}
+            mech_of |= {f"derived:{v.name}": f"derived {v.derive.op}" for v in c.variables if v.derive}
+            mech_of |= {f"fixed:{a.name}": "fixed attribute" for e in c.entities for a in e.attributes
+                        if a.distribution.type == "fixed"}
+            mech_of |= {f"relink:{e.name}": "relink" for e in c.entities if e.relink is not None}
             judged: dict[str, list[str]] = {}
-            for x in r.edges:
+            for x in [*r.edges, *(i for i in r.invariants if i.id in mech_of)]:
                 if x.status != "skip":
                     judged.setdefault(mech_of[x.id], []).append(x.id)
                     m = per_mech.setdefault(mech_of[x.id], Counter())
@@ -200,9 +215,9 @@ def audit_claims(worlds: int, rows: int) -> dict:
     print(f"sensitivity (true worlds passed): {true_ok}/{worlds} = {100 * result['sensitivity']:.1f}%")
     if twins:
         print(f"specificity (twins failed):       {twin_failed}/{twins} = {100 * result['specificity']:.1f}%")
-    print(f"{'mechanism':<15} {'twins failed':>12} {'true edges passed':>18}")
+    print(f"{'mechanism':<20} {'twins failed':>12} {'true claims passed':>19}")
     for k, v in result["per_mechanism"].items():
-        print(f"{k:<15} {v.get('twins_failed', 0):>5}/{v.get('twins', 0):<6} {v.get('true_edges_passed', 0):>9}/"
+        print(f"{k:<20} {v.get('twins_failed', 0):>5}/{v.get('twins', 0):<6} {v.get('true_edges_passed', 0):>10}/"
               f"{v.get('true_edges', 0):<8}")
     for m in misses:
         print("  -", m)

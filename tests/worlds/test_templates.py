@@ -58,3 +58,20 @@ def test_every_template_world_builds_and_audits(tmp_path, domain):
             assert value == p.observed
         else:
             assert float(value) == pytest.approx(p.observed, rel=1e-9, abs=1e-12)
+
+
+def test_random_contracts_draw_the_richer_mechanisms():
+    """random_contract grafts new-language constructs onto template variants (for the audit-claims benchmark)."""
+    drawn = set()
+    for seed in range(24):
+        c = random_contract(seed, rows=800)
+        base = {e.id for e in load_template(c.domain.value).edges}
+        for e in c.edges:
+            if e.id not in base:
+                drawn.add("gate" if e.gate else "moderators" if e.heterogeneity else e.mechanism.type)
+        drawn |= {v.derive.op for v in c.variables if v.derive}
+    assert {"power", "piecewise", "binned", "event_percent", "gate", "ratio", "aggregate", "balance"} <= drawn
+    assert random_contract(5, rows=800).sha256() == random_contract(5, rows=800).sha256()
+    plain = random_contract(5, rows=800, grafts=0)
+    assert {e.id for e in plain.edges} == {e.id for e in load_template(plain.domain.value).edges}
+    assert not any(v.derive for v in plain.variables)

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worldsmith.core.world_contract_claims import Claim
 from worldsmith.core.world_coherence import PlausibilityRule
+from worldsmith.core.world_contract_derived import Derivation
+from worldsmith.core.world_contract_rich import Calendar, Gate, Relink
 from worldsmith.core.world_contract_types import (SOURCELESS, Defect, Distribution, Heterogeneity, Invariant, Mechanism,
                                                   Noise, Recipe, Tolerance)
 
@@ -104,6 +106,8 @@ class Attribute(_Strict):
 
     @property
     def kind(self) -> VariableKind:
+        if self.distribution.type == "fixed":
+            return "categorical" if self.distribution.labelled else "numeric"
         return {"categorical": "categorical", "bernoulli": "binary", "poisson": "count",
                 "person_name": "text"}.get(self.distribution.type, "numeric")  # type: ignore[return-value]
 
@@ -127,6 +131,7 @@ class Entity(_Strict):
                                   "parent whose value is 1 ends on a day drawn over the timeline (canonical column "
                                   "`<variable>_date` of the parent) and has no rows after it (nothing billed after "
                                   "churn)")
+    relink: Relink | None = Field(default=None, description="the parent link revised at a date for a share of rows")
     description: str = ""
 
     @property
@@ -159,6 +164,8 @@ class Variable(_Strict):
     intercept: float = Field(default=0.0, description="baseline on the target scale (binary: logit)")
     noise: Noise = Field(default_factory=Noise)
     decimals: int | None = 2
+    derive: Derivation | None = Field(default=None, description="computed exactly from other variables (ratio, "
+                                      "stock-and-flow balance, aggregate of a finer grain); no edges, no noise")
     description: str = ""
 
 
@@ -168,6 +175,8 @@ class Edge(_Strict):
     target: str
     mechanism: Mechanism
     heterogeneity: Heterogeneity | None = None
+    gate: Gate | None = Field(default=None, description="the effect acts only while a variable is below/above a "
+                              "threshold")
     description: str = ""
 
     def default_id(self) -> str:
@@ -229,6 +238,7 @@ class NodeInfo(BaseModel):
     noise: Noise = Field(default_factory=Noise)
     decimals: int | None = 2
     is_attribute: bool = False
+    derive: Any = None
     description: str = ""
 
 
@@ -243,6 +253,7 @@ class WorldContract(_Strict):
     variables: list[Variable] = Field(default_factory=list)
     edges: list[Edge] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+    calendars: list[Calendar] = Field(default_factory=list, description="shared event days common to all entities")
     confounders: list[Confounder] = Field(default_factory=list)
     invariants: list[Invariant] = Field(default_factory=list)
     systems: list[ObservationSystem] = Field(default_factory=list)
@@ -284,7 +295,8 @@ class WorldContract(_Strict):
                                        distribution=a.distribution, decimals=a.decimals, is_attribute=True,
                                        noise=Noise(type="none"), description=a.description)
         for v in self.variables:
-            out.setdefault(v.name, NodeInfo(**v.model_dump(exclude={"distribution"}), distribution=v.distribution))
+            out.setdefault(v.name, NodeInfo(**v.model_dump(exclude={"distribution", "derive"}),
+                                            distribution=v.distribution, derive=v.derive))
         return out
 
     def node(self, name: str) -> NodeInfo:
@@ -298,6 +310,12 @@ class WorldContract(_Strict):
             if ev.name == name:
                 return ev
         raise KeyError(f"unknown event {name!r}; known: {[e.name for e in self.events]}")
+
+    def calendar(self, name: str) -> Calendar:
+        for cal in self.calendars:
+            if cal.name == name:
+                return cal
+        raise KeyError(f"unknown calendar {name!r}; known: {[x.name for x in self.calendars]}")
 
     def ancestors(self, entity: str) -> list[str]:
         """Parent chain of an entity, nearest first (stops on a loop; validation reports loops)."""
@@ -328,7 +346,8 @@ class WorldContract(_Strict):
         """DAG nodes an edge touches; sourceless mechanisms hang off a pseudo node (time / event)."""
         if edge.mechanism.type in SOURCELESS:
             m: Any = edge.mechanism
-            pseudo = "@time" if m.type == "seasonal" else f"@event:{m.event}"
+            pseudo = {"seasonal": "@time", "calendar": f"@calendar:{getattr(m, 'calendar', '')}"}.get(
+                m.type, f"@event:{getattr(m, 'event', '')}")
             return [pseudo, edge.target]
         return [*edge.sources, edge.target]
 

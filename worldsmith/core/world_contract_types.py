@@ -11,6 +11,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from worldsmith.core.world_contract_rich import Binned, CalendarEffect, EventPercent, FixedDist, Piecewise, Power
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -60,7 +62,8 @@ class PersonNameDist(_Strict):
 
 
 Distribution = Annotated[
-    Union[NormalDist, LognormalDist, UniformDist, CategoricalDist, PoissonDist, BernoulliDist, PersonNameDist],
+    Union[NormalDist, LognormalDist, UniformDist, CategoricalDist, PoissonDist, BernoulliDist, PersonNameDist,
+          FixedDist],
     Field(discriminator="type"),
 ]
 
@@ -145,19 +148,28 @@ class Interaction(_Strict):
 
 
 Mechanism = Annotated[
-    Union[Linear, Logistic, Multiplicative, Threshold, Saturating, Lag, Seasonal, StepEvent, Interaction],
+    Union[Linear, Logistic, Multiplicative, Threshold, Saturating, Lag, Seasonal, StepEvent, Interaction, Power,
+          Piecewise, Binned, EventPercent, CalendarEffect],
     Field(discriminator="type"),
 ]
 MECHANISM_TYPES = ("linear", "logistic", "multiplicative", "threshold", "saturating", "lag", "seasonal",
-                   "step_event", "interaction")
-SOURCELESS = ("seasonal", "step_event")
+                   "step_event", "interaction", "power", "piecewise", "binned", "event_percent", "calendar")
+SOURCELESS = ("seasonal", "step_event", "event_percent", "calendar")
+CALENDAR_MODERATORS = ("@quarter", "@year")  # moderators read from the target row's date: 'Q1'..'Q4', '2024'
+MODERATOR_SEP = "|"
 
 
 class Heterogeneity(_Strict):
-    """Multiply an edge's contribution by a per-group factor (groups = labels of a categorical attribute)."""
+    """Multiply an edge's contribution by a per-group factor. `by` is one categorical attribute, or several (and the
+    calendar moderators '@quarter', '@year'): then a group is the labels joined by '|', e.g. 'north|Q4'. Unlisted
+    groups keep factor 1."""
 
-    by: str
+    by: str | list[str]
     multipliers: dict[str, float]
+
+    @property
+    def columns(self) -> list[str]:
+        return [self.by] if isinstance(self.by, str) else list(self.by)
 
 
 class Noise(_Strict):

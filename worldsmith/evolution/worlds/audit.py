@@ -17,6 +17,8 @@ from pydantic import BaseModel, Field
 
 from .artifacts import AUDIT, CONTRACT, PHENOMENA, WORLD_MD, PhenomenonTruth, write_json, write_text
 from .audit_checks import check_invariant, check_phenomenon, clipping_notes
+from .audit_derived import check_exact_relations
+from .relink import check_relinks
 from .audit_edges import CheckResult, audit_edges
 from .audit_effects import audit_claims
 from .integrity import record_auditor_files, require_intact_world
@@ -99,7 +101,8 @@ def audit_world(world_dir: str | Path, write: bool = True, verify: bool = True) 
     rec = reconcile(world_dir, c)
     report = AuditReport(world_id=c.id, contract_sha256=c.sha256())
     report.edges = audit_edges(c, rec)
-    report.invariants = [check_invariant(c, inv, rec) for inv in c.invariants]
+    report.invariants = [check_invariant(c, inv, rec) for inv in c.invariants] + check_exact_relations(c, rec) \
+        + check_relinks(c, world_dir)
     by_edge = {r.id: r for r in report.edges}
     report.phenomena = [check_phenomenon(c, p.id, rec, truth[p.id].value, by_edge) for p in c.phenomena]
     report.claims = audit_claims(c, rec)

@@ -19,8 +19,10 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from worldsmith.core.world_contract import Edge, WorldContract
+from worldsmith.core.world_contract_types import SOURCELESS
 from .fit import fit_target
 from .mechanisms import edge_basis
+from .moderators import gate_open, group_labels, moderator_columns
 from .reconcile import Reconciled
 
 REL_TOL = 0.35
@@ -86,11 +88,10 @@ def judge(est: float, se: float, exp: float) -> tuple[bool, str]:
 
 
 def _needed(c: WorldContract, e: Edge) -> list[str]:
-    cols = list(e.sources)
-    if e.heterogeneity:
-        cols.append(e.heterogeneity.by)
+    cols = list(e.sources) + moderator_columns(e)
     ent = c.entity(c.node(e.target).entity)
-    if e.mechanism.type in ("seasonal", "step_event"):
+    dated = e.heterogeneity is not None and any(x.startswith("@") for x in e.heterogeneity.columns)
+    if e.mechanism.type in SOURCELESS or dated:
         cols.append(str(ent.time_column))
     if e.mechanism.type == "lag":
         cols += ["period", c.entity(ent.parent).key]  # type: ignore[arg-type]
@@ -98,19 +99,27 @@ def _needed(c: WorldContract, e: Edge) -> list[str]:
 
 
 def _columns(c: WorldContract, e: Edge, view: FrameView, kind: str) -> list[tuple[np.ndarray, float, str, bool]]:
+    """Design columns of one edge: one per basis column, split per group (heterogeneity); a gated edge adds, per
+    column, its complement on the rows where the gate is shut, which the contract claims has no effect (0)."""
     b = edge_basis(c, e, view, kind)
     out = []
+    g = group_labels(c, e, view) if e.heterogeneity is not None else None
+    gate = gate_open(e, view)
     for k, label in enumerate(b.labels):
-        if e.heterogeneity is None:
-            out.append((b.matrix[:, k], float(b.magnitudes[k]), label, b.multiplicative))
-            continue
-        g = view.col(e.heterogeneity.by)
-        present = sorted({x for x in g if not pd.isna(x)})
-        for grp in present:
-            col = b.matrix[:, k] * (g == grp)
-            col[pd.isna(g)] = np.nan
-            mult = e.heterogeneity.multipliers.get(grp, 1.0)
-            out.append((col, float(b.magnitudes[k]) * mult, f"{label}@{grp}", b.multiplicative))
+        split = [(b.matrix[:, k], float(b.magnitudes[k]), label)]
+        if g is not None:
+            split = []
+            for grp in sorted({x for x in g if not pd.isna(x)}):
+                col = b.matrix[:, k] * (g == grp)
+                col[pd.isna(g)] = np.nan
+                mult = e.heterogeneity.multipliers.get(grp, 1.0)  # type: ignore[union-attr]
+                split.append((col, float(b.magnitudes[k]) * mult, f"{label}@{grp}"))
+        for col, mag, lab in split:
+            if gate is None:
+                out.append((col, mag, lab, b.multiplicative))
+            else:
+                out.append((col * gate, mag, f"{lab}@gate_open", b.multiplicative))
+                out.append((col * (1.0 - gate), 0.0, f"{lab}@gate_shut", b.multiplicative))
     return out
 
 

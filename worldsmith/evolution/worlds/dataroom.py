@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from worldsmith.core.world_contract import ObservationSystem, WorldContract
+from .relink import link_descriptions
 from .memos import events_memo, system_memo
 from .observe import ObservedSystem
 from .writers import FileRecord
@@ -58,7 +59,7 @@ def readme(c: WorldContract, records: list[FileRecord], memo_files: list[str]) -
     p = c.persona
     lines = [f"# Data room: {c.title}", "", f"Prepared for {p.name} ({p.role}, {p.organisation}).", "",
              "| file | format | sheet/table | rows | description |", "| --- | --- | --- | --- | --- |"]
-    desc = {s.name: s.description or f"{s.name} export of {s.entity}" for s in c.systems}
+    desc = {s.name: s.description or f"{s.name} export of {s.entity}" for s in c.systems} | link_descriptions(c)
     for r in sorted(records, key=lambda r: (r.path, r.part or "")):
         lines.append(f"| `{r.path}` | {r.format} | {r.part or ''} | {r.rows} | {desc[r.system]} |")
     lines += ["", "Other documents:", "", "- `data_dictionary.md`: column meanings (partial)."]

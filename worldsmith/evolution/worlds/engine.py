@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 
 from worldsmith.core.world_contract import Entity, NodeInfo, WorldContract
+from .grain import derive_values
 from .mechanisms import contribution, sigmoid
+from .relink import parent_step, relink_day, revised_parents
 from .recipes import evaluate, recipe_columns, recipe_entity, where_columns
 from .validate import check_contract, edge_graph, entity_rows
 
@@ -61,7 +63,8 @@ def scaled(contract: WorldContract, rows: int | None) -> WorldContract:
     factor = rows / max(base.values())
     data = contract.model_dump(mode="json")
     for e in data["entities"]:
-        if e["kind"] != "panel":
+        fixed = any(a["distribution"]["type"] == "fixed" for a in e["attributes"])
+        if e["kind"] != "panel" and not fixed:  # fixed attributes list one value per row
             e["count"] = max(MIN_ENTITY_ROWS, int(round(e["count"] * factor)))
     return WorldContract.model_validate(data)
 
@@ -72,6 +75,8 @@ class Skeleton:
     parent_idx: np.ndarray | None = None  # row index into the parent table
     days: np.ndarray | None = None  # days since timeline start (event date / period start)
     n_periods: int = 0  # panels: rows are unit-major, n_periods per unit
+    parent_after: np.ndarray | None = None  # a relinked entity: each row's parent from relink_day on
+    relink_day: float = 0.0
 
 
 @dataclass
@@ -94,8 +99,9 @@ class CanonicalState:
         idx = np.arange(len(df))
         cur = self.contract.entity(entity)
         cols = {c: df[c] for c in df.columns if keep(c)}
+        days = self.skeletons[entity].days
         while cur.parent is not None:
-            idx = self.skeletons[cur.name].parent_idx[idx]  # type: ignore[index]
+            idx = parent_step(self.skeletons[cur.name], idx, days)
             cur = self.contract.entity(cur.parent)
             for c, v in self.tables[cur.name].items():
                 if c not in cols and keep(c):
@@ -155,6 +161,11 @@ def _skeleton(contract: WorldContract, e: Entity, sk: dict[str, Skeleton], seed:
         else:
             parent_idx = rng.integers(0, m, n)
     days = np.sort(rng.integers(0, span, n)).astype(float) if e.kind == "event" else None
+    if e.relink is not None and parent_idx is not None:
+        after = revised_parents(parent_idx, sk[e.parent].n, e.relink.share,  # type: ignore[index]
+                                rng_for(seed, "relink", e.name))
+        return Skeleton(n=n, parent_idx=parent_idx, days=days, parent_after=after,
+                        relink_day=relink_day(contract, e))
     return Skeleton(n=n, parent_idx=parent_idx, days=days)
 
 
@@ -167,9 +178,9 @@ class _View:
 
     def col(self, name: str) -> np.ndarray:
         src, idx, cur = self.owner[name], None, self.entity
+        days = self.sk[self.entity].days
         while cur != src:
-            step = self.sk[cur].parent_idx
-            idx = step if idx is None else step[idx]  # type: ignore[index]
+            idx = parent_step(self.sk[cur], np.arange(self.sk[cur].n) if idx is None else idx, days)
             cur = self.c.entity(cur).parent  # type: ignore[assignment]
         v = self.values[name]
         return v if idx is None else v[idx]
@@ -201,6 +212,8 @@ def _draw_root(n: NodeInfo, size: int, rng: np.random.Generator) -> np.ndarray:
         cum = np.cumsum(np.asarray(d.probs, dtype=float))
         codes = np.minimum(np.searchsorted(cum / cum[-1], rng.random(size), side="right"), len(cum) - 1)
         return np.asarray(d.categories, dtype=object)[codes]
+    if d.type == "fixed":
+        return np.asarray(d.values, dtype=object if d.labelled else float)
     if d.type == "person_name":
         first = np.asarray(FIRST_NAMES, dtype=object)[rng.integers(0, len(FIRST_NAMES), size)]
         return first + " " + np.asarray(LAST_NAMES, dtype=object)[rng.integers(0, len(LAST_NAMES), size)]
@@ -251,7 +264,10 @@ def generate(contract: WorldContract, seed: int, rows: int | None = None) -> Can
             continue  # pseudo nodes (@time, @event:...) carry no values
         n = nodes[name]
         size = sk[n.entity].n
-        if contract.incoming(name):
+        if n.derive is not None:
+            view = _View(contract, n.entity, sk, values, owner)
+            values[name] = derive_values(contract, name, view, sk, values)
+        elif contract.incoming(name):
             view = _View(contract, n.entity, sk, values, owner)
             values[name] = _clip(n, _caused(contract, n, view, size, rng_for(seed, "node", name)))
         else:

@@ -252,6 +252,38 @@ def attach_parent(child, parent, key):
     return child.merge(parent, on=key, how="left")
 
 
+def read_links(path, key, parent_key, key_spelling, parent_spelling):
+    """A mapping table revised over time (key, parent_key, valid_from, valid_to; blank valid_to: still valid), with
+    ids spelled as normalise_ids spells them. *_spelling: (prefix, alias)."""
+    links = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    links = normalise_ids(links, key, *key_spelling)
+    links = normalise_ids(links, parent_key, *parent_spelling)
+    links["valid_from"] = pd.to_datetime(links["valid_from"])
+    links["valid_to"] = pd.to_datetime(links["valid_to"])
+    return links
+
+
+def asof_parent(df, links, key, parent_key, date_column):
+    """Each row's parent id as the mapping table has it on the row's date (rows the table does not cover keep
+    theirs)."""
+    df = df.reset_index(drop=True)
+    rows = df[[key, date_column]].assign(_row=np.arange(len(df))).merge(
+        links[[key, parent_key, "valid_from", "valid_to"]], on=key, how="inner")
+    when = rows[date_column]
+    rows = rows[(when >= rows["valid_from"]) & (rows["valid_to"].isna() | (when < rows["valid_to"]))]
+    rows = rows.drop_duplicates("_row")
+    out = df[parent_key].astype(object).to_numpy().copy()
+    out[rows["_row"].to_numpy()] = rows[parent_key].to_numpy()
+    df[parent_key] = pd.Series(out, index=df.index, dtype=object)
+    return df
+
+
+def replace_parent(child, parent, key):
+    """Re-attach a parent's columns after the foreign key changed (drops the columns attached before)."""
+    child = child.drop(columns=[c for c in parent.columns if c != key and c in child.columns])
+    return attach_parent(child, parent, key)
+
+
 # ----------------------------------------------------------------------------- recipes
 def apply_where(df, conditions):
     """conditions: list of (column, op, value)."""

@@ -17,6 +17,15 @@ import pandas as pd
 
 from worldsmith.core.world_contract import Edge, WorldContract
 
+from .moderators import gate_open, group_labels
+from .shapes import (
+    binned_basis,
+    calendar_basis,
+    event_percent_basis,
+    piecewise_basis,
+    power_basis,
+)
+
 
 class RowView(Protocol):
     """Columns aligned with the target's rows (engine: canonical arrays; audit: reconciled frame)."""
@@ -54,7 +63,7 @@ def _levels(x: np.ndarray, levels: dict[str, float]) -> tuple[np.ndarray, np.nda
 
 def edge_basis(contract: WorldContract, edge: Edge, view: RowView, target_kind: str) -> Basis:
     m = edge.mechanism
-    mult = m.type == "multiplicative" and target_kind != "binary"
+    mult = m.type in ("multiplicative", "event_percent") and target_kind != "binary"
     t = m.type
     if t in ("linear", "logistic", "multiplicative"):
         x = view.col(edge.sources[0])
@@ -88,14 +97,22 @@ def edge_basis(contract: WorldContract, edge: Edge, view: RowView, target_kind: 
         a, b = (_num(view.col(s)) for s in edge.sources)
         c1, c2 = m.centers  # type: ignore[union-attr]
         return Basis(((a - c1) * (b - c2))[:, None], np.array([m.coef]), ["coef"], False)  # type: ignore[union-attr]
+    if t in ("power", "piecewise", "binned"):
+        shape = {"power": power_basis, "piecewise": piecewise_basis, "binned": binned_basis}[t]
+        return Basis(*shape(m, _num(view.col(edge.sources[0]))), False)
+    if t == "event_percent":
+        return Basis(*event_percent_basis(contract, m, view.days()), mult)
+    if t == "calendar":
+        panel = contract.entity(contract.node(edge.target).entity).kind == "panel"
+        return Basis(*calendar_basis(contract, m, view.days(), panel), False)
     raise ValueError(f"edge {edge.id}: unknown mechanism {t!r}")
 
 
-def group_multiplier(edge: Edge, view: RowView) -> np.ndarray | None:
-    """Per-row effect multiplier from heterogeneity (1 for unlisted labels, NaN for a missing group)."""
+def group_multiplier(contract: WorldContract, edge: Edge, view: RowView) -> np.ndarray | None:
+    """Per-row effect multiplier from heterogeneity (1 for unlisted groups, NaN for a missing group)."""
     if edge.heterogeneity is None:
         return None
-    g = view.col(edge.heterogeneity.by)
+    g = group_labels(contract, edge, view)
     out = np.ones(len(g))
     for label, mult in edge.heterogeneity.multipliers.items():
         out[g == label] = mult
@@ -104,12 +121,15 @@ def group_multiplier(edge: Edge, view: RowView) -> np.ndarray | None:
 
 
 def contribution(contract: WorldContract, edge: Edge, view: RowView, target_kind: str) -> tuple[np.ndarray, bool]:
-    """(contribution per row, is_multiplicative) with the contract's magnitudes and heterogeneity."""
+    """(contribution per row, is_multiplicative) with the contract's magnitudes, heterogeneity and gate."""
     b = edge_basis(contract, edge, view, target_kind)
     out = b.matrix @ b.magnitudes
-    mult = group_multiplier(edge, view)
+    mult = group_multiplier(contract, edge, view)
     if mult is not None:
         out = out * mult
+    gate = gate_open(edge, view)
+    if gate is not None:
+        out = out * gate
     return out, b.multiplicative
 
 

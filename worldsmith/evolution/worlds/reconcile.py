@@ -256,6 +256,7 @@ class Reconciled:
 
     def __init__(self, c: WorldContract, plan: ReconcilePlan, cache: FrameCache):
         self.c, self.plan, self.cache = c, plan, cache
+        self.world_dir = cache.world_dir
         self._tables: dict[str, pd.DataFrame | None] = {}
         self._wide: dict[str, pd.DataFrame | None] = {}
         self.removed: dict[str, int] = {}  # system -> rows dropped as repeats
@@ -281,8 +282,27 @@ class Reconciled:
                 parent = self.wide(e.parent)
                 if parent is not None:
                     df = K.attach_parent(df, parent, self.c.entity(e.parent).key)  # type: ignore[arg-type]
+            if df is not None and e.time_column is not None:
+                df = self._as_of_links(entity, df)
             self._wide[entity] = df
         return self._wide[entity]
+
+    def _as_of_links(self, entity: str, df: pd.DataFrame) -> pd.DataFrame:
+        """Dated rows below an entity whose parent link was revised take the parent valid on their date."""
+        from .relink import read_links
+
+        for anc in self.c.ancestors(entity):
+            a = self.c.entity(anc)
+            if a.relink is None or a.key not in df.columns or self.c.entity(str(a.parent)).key not in df.columns:
+                continue
+            links = read_links(self.world_dir, self.c, a)
+            parent = self.wide(str(a.parent))
+            if links is None or parent is None:
+                continue
+            pkey = str(self.c.entity(str(a.parent)).key)
+            df = K.asof_parent(df, links, str(a.key), pkey, str(self.c.entity(entity).time_column))
+            df = K.replace_parent(df, parent, pkey)
+        return df
 
 
 def reconcile(world_dir: str | Path, c: WorldContract) -> Reconciled:

@@ -11,6 +11,7 @@ import inspect
 import re
 from pathlib import Path
 
+from .relink import link_file
 from . import kernels
 from .audit import load_contract
 from worldsmith.core.world_contract import WorldContract
@@ -95,7 +96,26 @@ def _joins(c: WorldContract, plan: ReconcilePlan, entity: str, used: set[str]) -
             used.add("attach_parent")
             lines.append(f"if {key!r} in {e}.columns:")
             lines.append(f"    {e} = attach_parent({e}, {parent}, {key!r})")
+        lines += _as_of_links(c, e, have, used)
         have.add(e)
+    return lines
+
+
+def _as_of_links(c: WorldContract, entity: str, have: set[str], used: set[str]) -> list[str]:
+    """Mirror of Reconciled._as_of_links: dated rows take the parent valid on their date."""
+    time_col = c.entity(entity).time_column
+    lines: list[str] = []
+    for anc in c.ancestors(entity) if time_col else []:
+        a = c.entity(anc)
+        if a.relink is None or a.parent not in have:
+            continue
+        p = c.entity(str(a.parent))
+        used.update({"read_links", "asof_parent", "replace_parent"})
+        lines += [(f"links = read_links({'data/' + link_file(c, a)!r}, {a.key!r}, {p.key!r}, "
+                   f"{(a.id_prefix, a.alias)!r}, {(p.id_prefix, p.alias)!r})  # revised {a.relink.date}"),
+                  f"if {a.key!r} in {entity}.columns and {p.key!r} in {entity}.columns:",
+                  f"    {entity} = asof_parent({entity}, links, {a.key!r}, {p.key!r}, {time_col!r})",
+                  f"    {entity} = replace_parent({entity}, {p.name}, {p.key!r})"]
     return lines
 
 

@@ -56,8 +56,8 @@ def _direction(contract: WorldContract, src: str, target: str) -> str:
         if src in e.sources:
             m = e.mechanism
             coef = getattr(m, "coef", None)
-            if getattr(m, "levels", None):
-                coef = None  # a categorical source: the effect differs by level, no single direction
+            if getattr(m, "levels", None) or m.type in ("power", "piecewise", "binned"):
+                coef = None  # by level, or a shape that can rise then fall: no single direction
             elif coef is None and getattr(m, "jump", None) is not None:
                 coef = m.jump * (1 if getattr(m, "direction", "above") == "above" else -1)
             if isinstance(coef, (int, float)) and coef != 0:

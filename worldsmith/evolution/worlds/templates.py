@@ -98,9 +98,11 @@ def _perturb_system(s: dict[str, Any], rng: np.random.Generator) -> None:
     s["defects"] = kept
 
 
-def random_contract(seed: int, domain: str | None = None, rows: int | None = None) -> WorldContract:
+def random_contract(seed: int, domain: str | None = None, rows: int | None = None, grafts: int = 2) -> WorldContract:
     """A deterministic variant of a template: magnitudes and noise x U(0.8, 1.25) (signs kept), some defects
-    dropped or re-rated, id spellings reshuffled, rows rescaled (x U(0.5, 1.5) unless `rows` is given)."""
+    dropped or re-rated, id spellings reshuffled, rows rescaled (x U(0.5, 1.5) unless `rows` is given), and up to
+    `grafts` constructs of the richer contract language (shapes, percent events, calendars, gates, moderators,
+    ratios, aggregates) grafted onto its variables (`random_mechanisms`)."""
     if domain is None:
         names = sorted(d.value for d in Domain)
         domain = names[int(np.random.default_rng(int(seed)).integers(0, len(names)))]
@@ -125,4 +127,9 @@ def random_contract(seed: int, domain: str | None = None, rows: int | None = Non
     if rows is None:
         base = max(entity_rows(c, e) for e in c.entities)
         rows = max(200, int(base * factor))
-    return check_contract(scaled(c, rows))
+    c = check_contract(scaled(c, rows))
+    if grafts:
+        from .random_mechanisms import graft_mechanisms
+
+        c = check_contract(graft_mechanisms(c, seed, _rng(seed, domain + "/grafts"), grafts))
+    return c

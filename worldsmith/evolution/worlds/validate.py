@@ -15,10 +15,12 @@ import networkx as nx
 from worldsmith.core.world_contract import Entity, NodeInfo, WorldContract
 from worldsmith.core.world_contract_types import SOURCELESS
 from .problems import ContractError, ContractProblem, Problems, as_data, problems_from_validation_error
+from .validate_mechanisms import (check_calendars, check_derived, check_fixed, check_moderators, check_relinks,
+                                  check_shape, dependency_edges)
 
 RESERVED = {"date", "period"}
 _DIST_KINDS = {"normal": "numeric", "lognormal": "numeric", "uniform": "numeric", "categorical": "categorical",
-               "poisson": "count", "bernoulli": "binary", "person_name": "text"}
+               "poisson": "count", "bernoulli": "binary", "person_name": "text", "fixed": "numeric"}
 _ONE_SOURCE = ("linear", "logistic", "multiplicative", "threshold", "saturating", "lag")
 
 
@@ -35,6 +37,9 @@ def validate_contract(c: WorldContract) -> list[ContractProblem]:
                 ("entities", lambda: _check_entities(c, p)), ("variables", lambda: _check_nodes(c, nodes, p)),
                 ("edges", lambda: _check_edges(c, nodes, p)), ("edges", lambda: _check_dag(c, p)),
                 ("events", lambda: _check_events_confounders(c, nodes, p)),
+                ("calendars", lambda: check_calendars(c, p)), ("entities", lambda: check_fixed(c, p)),
+                ("entities", lambda: check_relinks(c, p)),
+                ("variables", lambda: check_derived(c, nodes, p)),
                 ("invariants", lambda: check_invariants(c, nodes, p)), ("systems", lambda: check_systems(c, nodes, p)),
                 ("phenomena", lambda: check_phenomena(c, nodes, p)),
                 ("claims", lambda: check_claims(c, nodes, p)),
@@ -169,6 +174,8 @@ def _check_distribution(d: Any, path: str, p: Problems) -> None:
                   f"(sum is {sum(d.probs):.6g})", "rescale them")
         for dup in _dupes(d.categories):
             p.add("impossible_param", f"{path}.categories", f"category {dup!r} is listed twice")
+    if d.type == "fixed" and not d.values:
+        p.add("impossible_param", f"{path}.values", "fixed values are empty", "list one value per entity row")
 
 
 def _node_path(c: WorldContract, n: NodeInfo) -> str:
@@ -193,14 +200,15 @@ def _check_nodes(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -> N
             p.add("impossible_param", f"{path}.noise.sd", f"noise sd is negative ({n.noise.sd})", "use sd >= 0")
         if n.distribution is not None:
             _check_distribution(n.distribution, f"{path}.distribution", p)
-            want = _DIST_KINDS[n.distribution.type]
+            want = _DIST_KINDS[n.distribution.type] if n.distribution.type != "fixed" else \
+                ("categorical" if n.distribution.labelled else "numeric")
             if want != n.kind and not (n.kind == "count" and want == "numeric"):
                 p.add("kind_mismatch", f"{path}.distribution", f"a {n.distribution.type} distribution gives "
                       f"{want} values but the variable is {n.kind}", "match kind and distribution")
             if n.name in targets and not n.is_attribute:
                 p.add("caused_root", f"{path}.distribution", f"{n.name} has incoming edges and a distribution",
                       "a caused variable is intercept + edge contributions + noise: drop the distribution")
-        elif n.name not in targets:
+        elif n.name not in targets and n.derive is None:
             p.add("no_cause", path, f"{n.name} has no incoming edge and no distribution",
                   "add a distribution or an edge into it")
 
@@ -242,7 +250,7 @@ def _check_edges(c: WorldContract, nodes: dict[str, NodeInfo], p: Problems) -> N
         want = 0 if m.type in SOURCELESS else 2 if m.type == "interaction" else 1
         if len(e.sources) != want:
             p.add("source_count", f"{path}.sources", f"{m.type} takes {want} source(s), got {len(e.sources)}",
-                  "seasonal/step_event take none, interaction two, others one")
+                  f"{'/'.join(SOURCELESS)} take none, interaction two, others one")
         if e.target in e.sources:
             p.add("cycle", path, f"{e.target} causes itself", "remove the self-loop")
         if unknown or len(e.sources) != want:
@@ -261,20 +269,12 @@ def _check_edge_entities(c: WorldContract, e: Any, nodes: dict[str, NodeInfo], p
             p.add("entity_direction", f"{path}.sources", f"{s} lives on {nodes[s].entity}, which is neither "
                   f"{te} nor one of its parents {c.ancestors(te)}",
                   "effects flow from an entity to itself or to its child entities only")
-    if e.heterogeneity is not None:
-        h = nodes.get(e.heterogeneity.by)
-        if h is None or h.kind != "categorical" or h.entity not in reach:
-            p.add("heterogeneity", f"{path}.heterogeneity.by", f"{e.heterogeneity.by!r} is not a categorical "
-                  f"variable of {te} or its parents", "group by a categorical attribute")
-        else:
-            bad = sorted(set(e.heterogeneity.multipliers) - set(h.distribution.categories))
-            if bad:
-                p.add("heterogeneity", f"{path}.heterogeneity.multipliers", f"labels {bad} are not categories "
-                      f"of {h.name}", f"use {h.distribution.categories}")
+    check_moderators(c, e, nodes, reach, path, p)
 
 
 def _check_mechanism(c: WorldContract, e: Any, nodes: dict[str, NodeInfo], tgt: NodeInfo, path: str,
                      p: Problems) -> None:
+    check_shape(c, e, nodes, tgt, path, p)
     m = e.mechanism
     src = [nodes[s] for s in e.sources]
     ent = c.entity(tgt.entity) if tgt.entity in {x.name for x in c.entities} else None
@@ -330,16 +330,17 @@ def _check_mechanism(c: WorldContract, e: Any, nodes: dict[str, NodeInfo], tgt: 
 
 
 def edge_graph(c: WorldContract) -> nx.DiGraph:
-    """Dependencies between nodes: every edge's sources, and its grouping column (heterogeneity reads it), come
-    before its target."""
+    """Dependencies between nodes: every edge's sources, the columns its groups and gate read, and a derived
+    variable's inputs come before its target."""
     g = nx.DiGraph()
     g.add_nodes_from(c.nodes())
     for e in c.edges:
         nodes = c.edge_nodes(e)
         for s in nodes[:-1]:
             g.add_edge(s, e.target, edge=e.id)
-        if e.heterogeneity is not None and not g.has_edge(e.heterogeneity.by, e.target):
-            g.add_edge(e.heterogeneity.by, e.target, edge=e.id)
+    for src, tgt, why in dependency_edges(c):
+        if not g.has_edge(src, tgt):
+            g.add_edge(src, tgt, edge=why)
     return g
 
 

@@ -62,7 +62,7 @@ def _check_sum(c: WorldContract, inv: Any, nodes: dict[str, NodeInfo], path: str
     edges = c.incoming(inv.total)
     exact = (sorted(s for e in edges for s in e.sources) == sorted(inv.parts)
              and all(e.mechanism.type == "linear" and e.mechanism.coef == 1 and e.mechanism.center == 0
-                     and e.heterogeneity is None for e in edges)
+                     and e.heterogeneity is None and e.gate is None for e in edges)
              and total.intercept == 0 and (total.noise.type == "none" or total.noise.sd == 0) and total.bounds is None)
     if not exact:
         p.add("invariant", path, f"{inv.total} = {' + '.join(inv.parts)} is not implied by the edges",

@@ -33,6 +33,7 @@ from .engine import ENGINE_VERSION, CanonicalState, generate, scaled
 from .integrity import WorldIntegrityError, verify_manifest
 from .observe import kept_rows, project, unrecorded_cells
 from .recipes import recipe_entity
+from .relink import write_link_tables
 from .writers import FileRecord, write_observed
 
 Progress = Callable[[str, float], None]
@@ -159,7 +160,7 @@ def build_world(contract: WorldContract, seed: int, out_dir: str | Path, rows: i
         timings["project"] = time.perf_counter() - t0
         note("write", 0.5)
         t0 = time.perf_counter()
-        records = write_observed(observed, tmp / DATA)
+        records = write_observed(observed, tmp / DATA) + write_link_tables(state, tmp / DATA)
         write_documents(full, observed, records, tmp / DATA)
         (tmp / CONTRACT).write_text(json.dumps(full.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
         ledger = [e for o in observed for e in o.entries]

@@ -52,11 +52,25 @@ def describe_edge(c: WorldContract, e: Edge) -> str:
         text = f"`{t}` shifts by {m.jump:+g} from the event `{m.event}` ({c.event(m.event).date})"
     elif m.type == "interaction":
         text = f"`{e.sources[0]}` and `{e.sources[1]}` interact on `{t}` (coef {m.coef:+g})"
+    elif m.type == "power":
+        text = f"`{t}` changes by {m.coef:+g} x |`{src}` - {m.center:g}|^{m.exponent:g}"
+    elif m.type == "piecewise":
+        text = f"`{t}` changes per unit of `{src}` by {', '.join(f'{s:+g}' for s in m.slopes)} on the segments " \
+               f"split at {', '.join(f'{k:g}' for k in m.knots)}"
+    elif m.type == "binned":
+        text = f"`{t}` shifts by {', '.join(f'{x:+g}' for x in m.effects)} in the bins of `{src}` from " \
+               f"{', '.join(f'{k:g}' for k in m.cuts)} on (relative to the bin below {m.cuts[0]:g})"
+    elif m.type == "event_percent":
+        text = f"`{t}` changes by {m.percent:+g}% from the event `{m.event}` ({c.event(m.event).date})"
+    elif m.type == "calendar":
+        text = f"`{t}` shifts by {m.jump:+g} on each day of the calendar `{m.calendar}`"
     else:
         text = f"{e.sources} -> {t} ({m.type})"
     if e.heterogeneity:
         groups = ", ".join(f"{k} x{v:g}" for k, v in sorted(e.heterogeneity.multipliers.items()))
-        text += f"; the effect differs by `{e.heterogeneity.by}` ({groups})"
+        text += f"; the effect differs by {' x '.join(f'`{x}`' for x in e.heterogeneity.columns)} ({groups})"
+    if e.gate:
+        text += f"; only while `{e.gate.variable}` is {e.gate.direction} {e.gate.threshold:g}"
     return text
 
 
