@@ -50,7 +50,10 @@ def permute_qk(weights: np.ndarray, n_head: int) -> np.ndarray:
 def _to_hf_layout(arch: str, config: Any) -> Any:
     """For `arch`, the function mapping (gguf name, HF-layout array) → GGUF-layout array. Raises when transformers'
     load of this architecture transforms tensors in a way not inverted here."""
-    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
+    from transformers.modeling_gguf_pytorch_utils import (
+        TENSOR_PROCESSORS,
+        TensorProcessor,
+    )
 
     if arch == "llama":
         heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
