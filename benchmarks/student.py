@@ -49,10 +49,10 @@ class PipelineConfig:
     heldout_worlds: tuple[str, ...] = HELDOUT_WORLDS
     rows: int = 2000
     tasks_per_world: int = 4
-    teacher: dict[str, Any] = field(default_factory=lambda: dict(TEACHER))
-    """The teacher's endpoint (the agent role while it solves the train tasks)."""
+    teacher: dict[str, Any] | None = field(default_factory=lambda: dict(TEACHER))
+    """The teacher's endpoint (the agent role while it solves the train tasks); None: SFT on oracles only."""
     llm_default: dict[str, Any] | None = None
-    """Every other role (judges); None: the teacher's endpoint."""
+    """Every other role (judges, loaded only when a rubric needs one); None: the teacher's endpoint."""
     dabench: Path | None = None
     limit: int | None = None
     """At most N tasks of each eval set."""
@@ -106,7 +106,7 @@ class Pipeline:
     def settings(self, agent: dict[str, Any]) -> Any:
         from worldsmith.core.config import load_settings
 
-        default = self.cfg.llm_default or self.cfg.teacher
+        default = self.cfg.llm_default or self.cfg.teacher or TEACHER
         return load_settings(overrides={
             "runs_dir": str(self.root / "scratch"),
             "llm": {"default": default, "roles": {"agent": agent}, "cache": False},
@@ -123,7 +123,7 @@ class Pipeline:
         overlap = set(self.cfg.train_worlds) & set(self.cfg.heldout_worlds)
         if overlap:
             raise ValueError(f"worlds: {sorted(overlap)} listed both for training and held out")
-        settings = self.settings(self.cfg.teacher)
+        settings = self.settings(self.cfg.teacher or TEACHER)
         out: dict[str, Any] = {}
         for split, specs in (("train", self.cfg.train_worlds), ("heldout", self.cfg.heldout_worlds)):
             tasks_dir = self.fresh(f"tasks/{split}")
@@ -144,17 +144,24 @@ class Pipeline:
         return out
 
     def teacher(self) -> dict[str, Any]:
+        if self.cfg.teacher is None:
+            return {"skipped": "no teacher: SFT on the worlds' oracle trajectories only"}
         return self.evaluate(self.cfg.teacher, self.root / "tasks" / "train", "teacher", limit=None)
+
+    def expert_data(self) -> list[Path]:
+        """SFT data: the teacher's eval run (its graded passes) and the train collection (its oracles)."""
+        teacher = [self.root / "teacher"] if self.cfg.teacher is not None else []
+        return [*teacher, self.root / "tasks" / "train"]
 
     def sft(self) -> dict[str, Any]:
         from worldsmith.app.train import SFTRequest, sft_from_paths
 
         train = self.root / "tasks" / "train"
-        req = SFTRequest(data=[self.root / "teacher", train], tasks=[train], model=self.cfg.student,
+        req = SFTRequest(data=self.expert_data(), tasks=[train], model=self.cfg.student,
                          out=self.fresh("sft"), epochs=self.cfg.epochs, max_steps=self.cfg.sft_steps, lr=self.cfg.lr,
                          lora=self.cfg.lora, max_tokens=self.cfg.sft_max_tokens, overflow="truncate",
                          validation_fraction=0.0, seed=self.cfg.seed)
-        summary = sft_from_paths(self.settings(self.cfg.teacher), req)
+        summary = sft_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
         keep = ("steps", "final_loss", "data_train", "data_rejected", "checkpoint")
         return {k: summary.get(k) for k in keep} | {"data": json.loads((self.root / "sft" / "data_stats.json")
                                                                         .read_text(encoding="utf-8"))}
@@ -195,11 +202,11 @@ class Pipeline:
         from worldsmith.app.train_rl import RLRequest, rl_from_paths
 
         train = self.root / "tasks" / "train"
-        req = RLRequest(tasks=[train], data=[self.root / "teacher", train], model=str(self.root / "sft" / "checkpoint"),
+        req = RLRequest(tasks=[train], data=self.expert_data(), model=str(self.root / "sft" / "checkpoint"),
                         out=self.fresh("rl"), max_steps=self.cfg.rl_steps, num_generations=self.cfg.rl_generations,
                         max_turns=self.cfg.max_turns, max_new_tokens=self.cfg.max_tokens, lora=self.cfg.lora,
                         expert_max_tokens=self.cfg.sft_max_tokens, seed=self.cfg.seed)
-        summary = rl_from_paths(self.settings(self.cfg.teacher), req)
+        summary = rl_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
         return {k: summary.get(k) for k in ("steps", "checkpoint", "reward_mean", "final_loss") if k in summary}
 
     def student_endpoint(self, label: str, checkpoint: Path) -> dict[str, Any]:
@@ -259,8 +266,8 @@ class Pipeline:
             sets["dabench"] = Path(cfg.dabench)
         agents = {label: (lambda label=label, ckpt=ckpt: self.student_endpoint(label, ckpt))
                   for label, ckpt in students.items()}
-        if cfg.eval_teacher:
-            agents["teacher"] = lambda: dict(cfg.teacher)
+        if cfg.eval_teacher and cfg.teacher is not None:
+            agents["teacher"] = lambda: dict(cfg.teacher or {})
         for label, agent in agents.items():
             for set_name, path in sets.items():
                 self.stage(f"eval-{label}-{set_name}",
@@ -300,8 +307,9 @@ def render_report(s: dict[str, Any]) -> str:
     lines = [f"# Measured student: {s['config']['student']}", "",
              f"Train worlds ({len(train['worlds'])}, {len(train['tasks'])} tasks): {', '.join(train['worlds'])}",
              f"Held-out worlds ({len(held['worlds'])}, {len(held['tasks'])} tasks): {', '.join(held['worlds'])}", "",
-             (f"Teacher ({teacher['agent'].get('model')}) on the train tasks: pass@1 {teacher['pass_at_1']:.1%}; "
-              f"SFT on {sft['data_train']} examples ({sft['data_rejected']} rejected), {sft['steps']} steps, "
+             (("No teacher; " if "skipped" in teacher else
+               f"Teacher ({teacher['agent'].get('model')}) on the train tasks: pass@1 {teacher['pass_at_1']:.1%}; ")
+              + f"SFT on {sft['data_train']} examples ({sft['data_rejected']} rejected), {sft['steps']} steps, "
               f"final loss {sft['final_loss']:.4f}."), "",
              "| model | eval set | tasks | pass@1 | grammar-valid turns | void turns | turns | errors |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -319,6 +327,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="run directory (rerun the same command to resume)")
     ap.add_argument("--student", default="smollm2-135m", help="smollm2-135m | qwen2.5-coder-0.5b | tiny")
     ap.add_argument("--teacher", default=TEACHER["model"], help="embedded model that writes the trajectories")
+    ap.add_argument("--no-teacher", action="store_true", help="SFT on the worlds' oracle trajectories only")
     ap.add_argument("--train-worlds", nargs="+", default=list(TRAIN_WORLDS), metavar="TEMPLATE:SEED")
     ap.add_argument("--heldout-worlds", nargs="+", default=list(HELDOUT_WORLDS), metavar="TEMPLATE:SEED")
     ap.add_argument("--rows", type=int, default=2000, help="rows per world")
@@ -336,7 +345,8 @@ def main() -> None:
     ap.add_argument("--eval-teacher", action="store_true", help="also evaluate the teacher (reference row)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    cfg = PipelineConfig(out=a.out, student=a.student, teacher={"provider": "embedded", "model": a.teacher},
+    teacher = None if a.no_teacher else {"provider": "embedded", "model": a.teacher}
+    cfg = PipelineConfig(out=a.out, student=a.student, teacher=teacher,
                          train_worlds=tuple(a.train_worlds), heldout_worlds=tuple(a.heldout_worlds), rows=a.rows,
                          tasks_per_world=a.tasks_per_world, dabench=a.dabench, limit=a.limit, max_turns=a.max_turns,
                          max_tokens=a.max_tokens, lora=a.lora, sft_steps=a.sft_steps, epochs=a.epochs, lr=a.lr,
