@@ -66,6 +66,10 @@ class PipelineConfig:
     export: bool = True
     rl_steps: int = 0
     rl_generations: int = 4
+    rl_prompts: int = 2
+    """Distinct train tasks per RL step."""
+    rl_expert_max_tokens: int | None = None
+    """Longest expert for the RL run's SFT term (longer ones are dropped, not cut); None: sft_max_tokens."""
     eval_teacher: bool = False
     seed: int = 0
 
@@ -203,11 +207,18 @@ class Pipeline:
 
         train = self.root / "tasks" / "train"
         req = RLRequest(tasks=[train], data=self.expert_data(), model=str(self.root / "sft" / "checkpoint"),
-                        out=self.fresh("rl"), max_steps=self.cfg.rl_steps, num_generations=self.cfg.rl_generations,
+                        out=self.fresh("rl"), max_steps=self.cfg.rl_steps, prompts_per_step=self.cfg.rl_prompts,
+                        num_generations=self.cfg.rl_generations,
                         max_turns=self.cfg.max_turns, max_new_tokens=self.cfg.max_tokens, lora=self.cfg.lora,
-                        expert_max_tokens=self.cfg.sft_max_tokens, seed=self.cfg.seed)
+                        expert_max_tokens=self.cfg.rl_expert_max_tokens or self.cfg.sft_max_tokens,
+                        seed=self.cfg.seed)
         summary = rl_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
-        return {k: summary.get(k) for k in ("steps", "checkpoint", "reward_mean", "final_loss") if k in summary}
+        if not summary.get("steps"):
+            raise RuntimeError(f"rl: no step trained ({summary.get('tasks')} usable train tasks for "
+                               f"{self.cfg.rl_prompts} prompts per step); lower --rl-prompts or add train worlds")
+        keep = ("steps", "tasks", "with_expert", "final_reward", "final_gamma", "final_sft_loss", "final_rl_loss",
+                "void_rate", "checkpoint")
+        return {k: summary.get(k) for k in keep}
 
     def student_endpoint(self, label: str, checkpoint: Path) -> dict[str, Any]:
         """The exported GGUF on llama.cpp when there is one, else the checkpoint on the `hf` provider."""
@@ -342,6 +353,7 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--no-export", action="store_true", help="evaluate checkpoints with the hf provider instead")
     ap.add_argument("--rl-steps", type=int, default=0, help="SFT+RL steps after SFT (0: none)")
+    ap.add_argument("--rl-prompts", type=int, default=2, help="distinct train tasks per RL step")
     ap.add_argument("--eval-teacher", action="store_true", help="also evaluate the teacher (reference row)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
@@ -350,7 +362,8 @@ def main() -> None:
                          train_worlds=tuple(a.train_worlds), heldout_worlds=tuple(a.heldout_worlds), rows=a.rows,
                          tasks_per_world=a.tasks_per_world, dabench=a.dabench, limit=a.limit, max_turns=a.max_turns,
                          max_tokens=a.max_tokens, lora=a.lora, sft_steps=a.sft_steps, epochs=a.epochs, lr=a.lr,
-                         export=not a.no_export, rl_steps=a.rl_steps, eval_teacher=a.eval_teacher, seed=a.seed)
+                         export=not a.no_export, rl_steps=a.rl_steps, rl_prompts=a.rl_prompts,
+                         eval_teacher=a.eval_teacher, seed=a.seed)
     summary = Pipeline(cfg).run()
     print(render_report(summary))
     print(f"report: {Path(cfg.out) / 'report.md'}")

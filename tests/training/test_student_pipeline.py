@@ -1,5 +1,5 @@
 """benchmarks/student.py end to end at toy scale: tiny student, a fake-server teacher, 2 + 2 world tasks, 2 SFT steps,
-eval on held-out world tasks and a tiny DABench-format share; then a rerun that skips every stage."""
+eval on held-out world tasks and a tiny DABench-format share, one SFT+RL step; then a rerun that skips every stage."""
 
 from __future__ import annotations
 
@@ -33,15 +33,16 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
         cfg = PipelineConfig(out=tmp_path / "run", student="tiny", teacher=teacher,
                              train_worlds=("customer_pricing:11",), heldout_worlds=("customer_pricing:101",),
                              rows=500, tasks_per_world=2, dabench=bench, limit=2, max_turns=2, max_tokens=64,
-                             sft_steps=2, sft_max_tokens=8192)
+                             sft_steps=2, sft_max_tokens=8192, rl_steps=1, rl_prompts=1, rl_generations=2,
+                             rl_expert_max_tokens=100_000)  # the byte-level tiny tokenizer: an oracle is ~10k tokens
         logs: list[str] = []
         summary = Pipeline(cfg, log=logs.append).run()
         teacher_requests = fake.request_count
 
     run = tmp_path / "run"
     stages = {p.stem for p in (run / "stages").glob("*.json")}
-    assert stages == {"worlds", "teacher", "sft", "base", "export-sft", "eval-base-heldout", "eval-base-dabench",
-                      "eval-sft-heldout", "eval-sft-dabench"}
+    assert stages == {"worlds", "teacher", "sft", "base", "export-sft", "rl", "export-rl",
+                      *(f"eval-{m}-{s}" for m in ("base", "sft", "rl") for s in ("heldout", "dabench"))}
     # world-disjoint: same template, different seeds, no held-out world among the train tasks' groups
     train, held = summary["split"]["train"], summary["split"]["heldout"]
     assert len(train["tasks"]) == 2 and len(held["tasks"]) == 2
@@ -56,13 +57,15 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
     assert (run / "sft/checkpoint/config.json").is_file()
     assert summary["export"]["export-sft"]["skipped"]  # tiny has no base GGUF
 
-    assert set(summary["eval"]) == {"base-heldout", "base-dabench", "sft-heldout", "sft-dabench"}
+    assert summary["rl"]["steps"] == 1 and (run / "rl/checkpoint/config.json").is_file()
+    assert set(summary["eval"]) == {f"{m}-{s}" for m in ("base", "sft", "rl") for s in ("heldout", "dabench")}
     for key, e in summary["eval"].items():
         assert e["n_tasks"] == 2, key
         assert e["agent"]["provider"] == "hf"
         assert e["turns"] >= 2 and 0 <= e["void_rate"] <= 1 and 0 <= e["grammar_valid_rate"] <= 1
         assert e["grammar_valid_rate"] + e["void_rate"] <= 1
     assert summary["eval"]["sft-dabench"]["agent"]["model"].endswith("sft/checkpoint")
+    assert summary["eval"]["rl-heldout"]["agent"]["model"].endswith("rl/checkpoint")
     assert set(summary["stage_seconds"]) == stages
 
     report = (run / "report.md").read_text()
