@@ -150,6 +150,7 @@ def export_gguf(model: Any, *, base_gguf: Path, out: Path, out_type: OutType = "
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
+        os.chmod(tmp, 0o644)  # mkstemp made it owner-only; a model file is meant to be read by the serving user
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
