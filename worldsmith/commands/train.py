@@ -121,7 +121,7 @@ def export_cmd(checkpoint: Annotated[Path, typer.Argument(help="A trained checkp
     if out_type not in OUT_TYPES:
         fail(f"--out-type must be one of {', '.join(OUT_TYPES)}, got {out_type!r}", code=EXIT_USAGE)
     settings = STATE.settings()
-    with friendly_errors(ValueError, KeyError, FileNotFoundError, NotImplementedError, ImportError):
+    with friendly_errors(ValueError, FileNotFoundError, NotImplementedError, ImportError):
         path = export_checkpoint(checkpoint, out=out, base=base, out_type=out_type,  # type: ignore[arg-type]
                                  models_dir=settings.llm.resolved_models_dir(settings.home))
     from worldsmith.llm.models import sha256_file

@@ -47,9 +47,9 @@ def permute_qk(weights: np.ndarray, n_head: int) -> np.ndarray:
             .swapaxes(1, 2).reshape(weights.shape))
 
 
-def _to_hf_layout(arch: str, config: Any) -> Any:
-    """For `arch`, the function mapping (gguf name, HF-layout array) → GGUF-layout array. Raises when transformers'
-    load of this architecture transforms tensors in a way not inverted here."""
+def _to_gguf_layout(arch: str, config: Any) -> Any:
+    """For `arch`, the function mapping (gguf name, HF-layout array) → the array as the GGUF stores it. Raises when
+    transformers' load of this architecture transforms tensors in a way not inverted here."""
     from transformers.modeling_gguf_pytorch_utils import (
         TENSOR_PROCESSORS,
         TensorProcessor,
@@ -116,7 +116,7 @@ def export_gguf(model: Any, *, base_gguf: Path, out: Path, out_type: OutType = "
     reader = GGUFReader(str(base_gguf))
     arch = reader.fields["general.architecture"].contents()
     state, model = _state_dict(model)
-    layout = _to_hf_layout(arch, model.config)
+    layout = _to_gguf_layout(arch, model.config)
     processor = TENSOR_PROCESSORS.get(arch, TensorProcessor)(config=model.config.to_dict())
     gguf_to_hf = get_gguf_hf_weights_map(model, processor)
 
@@ -136,7 +136,7 @@ def export_gguf(model: Any, *, base_gguf: Path, out: Path, out_type: OutType = "
         for tensor in reader.tensors:
             hf_name = gguf_to_hf.get(tensor.name)
             if hf_name is None or hf_name not in state:
-                raise KeyError(f"GGUF export: base tensor {tensor.name!r} of {base_gguf.name} has no trained "
+                raise ValueError(f"GGUF export: base tensor {tensor.name!r} of {base_gguf.name} has no trained "
                                f"counterpart in the model (mapped to {hf_name!r}); is this the student's base GGUF?")
             weights = state[hf_name].numpy()
             expected = tuple(int(n) for n in reversed(tensor.shape))  # GGUF lists dimensions innermost first

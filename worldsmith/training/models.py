@@ -19,8 +19,8 @@ CHATML_TEMPLATE = ("{% for message in messages %}{{ '<|im_start|>' + message['ro
                    "+ '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
                    "{% endif %}")
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-GGUF_EXPORT_HINT = ("worldsmith train export CHECKPOINT_DIR --out student.gguf (writes the weights into a copy of the "
-                    "base GGUF; then register the file with worldsmith.llm.models.register_model)")
+#: The command that writes a checkpoint back into its base GGUF (training/export.py), for run reports.
+GGUF_EXPORT_HINT = "worldsmith train export CHECKPOINT_DIR --out student.gguf"
 
 
 def tiny_tokenizer() -> Any:
