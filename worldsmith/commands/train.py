@@ -37,6 +37,7 @@ def build_train_app() -> typer.Typer:
     train_app = typer.Typer(help="Train students (SFT, SFT+RL) on the project's trajectories and tasks.",
                             no_args_is_help=True)
     train_app.command("sft")(sft_cmd)
+    train_app.command("export")(export_cmd)
     for name in EXTENSIONS:
         try:
             module = importlib.import_module(name)
@@ -105,3 +106,30 @@ def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run di
                   f"{summary['data_train']} train / {summary['data_validation']} validation examples "
                   f"(dropped: {summary['data_rejected']})", highlight=False)
     console.print(f"report: {summary['report']}\ncheckpoint: {summary['checkpoint']}", highlight=False)
+
+
+def export_cmd(checkpoint: Annotated[Path, typer.Argument(help="A trained checkpoint folder (train sft / train rl), LoRA adapters merged if given.")],
+               out: Annotated[Path, typer.Option(help="GGUF file to write.")] = Path("student.gguf"),
+               base: Annotated[str | None, typer.Option(help="The GGUF the student was loaded from: embedded model name or file (default: found from the checkpoint's run).")] = None,
+               out_type: Annotated[str, typer.Option(help="Tensor type: f16 | f32 (norms and biases stay f32).")] = "f16",
+               json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
+    """Write a checkpoint back into its base GGUF (metadata kept, weights replaced) for the embedded provider."""
+    from worldsmith.training.export import OUT_TYPES, export_checkpoint
+
+    if not checkpoint.is_dir():
+        fail(f"{checkpoint}: no such checkpoint folder", code=EXIT_USAGE)
+    if out_type not in OUT_TYPES:
+        fail(f"--out-type must be one of {', '.join(OUT_TYPES)}, got {out_type!r}", code=EXIT_USAGE)
+    settings = STATE.settings()
+    with friendly_errors(ValueError, FileNotFoundError, NotImplementedError, ImportError):
+        path = export_checkpoint(checkpoint, out=out, base=base, out_type=out_type,  # type: ignore[arg-type]
+                                 models_dir=settings.llm.resolved_models_dir(settings.home))
+    from worldsmith.llm.models import sha256_file
+
+    info = {"status": "ok", "gguf": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    if json_out:
+        emit_json(info)
+        return
+    console.print(f"wrote {path} ({info['bytes'] / 1e6:.0f} MB, sha256 {info['sha256']}); serve it with "
+                  "worldsmith.llm.models.register_model(ModelSpec(name=…, file=…, sha256=…, size=…, "
+                  "description=…, context_length=…))", highlight=False)

@@ -289,3 +289,31 @@ def render_report_md(report: EvalReport) -> str:
         lines += ["", "## Errors", ""]
         lines += [f"- `{tid}` sample {p.sample_index}: {_cell(p.error)[:300]}" for tid, p in errors]
     return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+class TurnRates(BaseModel):
+    """How well a model keeps the action grammar, over every assistant turn of some trajectories."""
+
+    turns: int
+    grammar_valid_rate: float = Field(description="turns whose completion parsed strictly (a <code> or <answer> "
+                                                  "action, nothing repaired by lenient parsing)")
+    void_rate: float = Field(description="turns with no readable action at all (void turns)")
+
+
+def turn_rates(trajectories: Iterable[Any]) -> TurnRates:
+    """Grammar-valid and void-turn rates of `trajectories` (core.schemas.Trajectory). A turn is a model call; a
+    record without calls (older, or engine-made) counts its steps, valid when not void."""
+    valid = void = turns = 0
+    for traj in trajectories:
+        if traj.calls:
+            for call in traj.calls:
+                turns += 1
+                void += call.action is None
+                valid += call.action is not None and call.repaired is None
+        else:
+            for step in traj.steps:
+                turns += 1
+                void += step.void
+                valid += not step.void
+    return TurnRates(turns=turns, grammar_valid_rate=valid / turns if turns else 0.0,
+                     void_rate=void / turns if turns else 0.0)

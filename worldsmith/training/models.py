@@ -5,7 +5,7 @@
     model, tokenizer = load_student("runs/…/checkpoint")    # a saved checkpoint or any HF model path / id
 
 GGUF loading needs the `gguf` package (transformers reads the file with it) and dequantises to float32: fine for
-135M-0.5B on CPU. A trained checkpoint goes back to GGUF with llama.cpp's converter (see `GGUF_EXPORT_HINT`).
+135M-0.5B on CPU. A trained checkpoint goes back to GGUF with `worldsmith train export` (training/export.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ CHATML_TEMPLATE = ("{% for message in messages %}{{ '<|im_start|>' + message['ro
                    "+ '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
                    "{% endif %}")
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-GGUF_EXPORT_HINT = ("python llama.cpp/convert_hf_to_gguf.py CHECKPOINT_DIR --outfile student.gguf --outtype q8_0 "
-                    "(llama.cpp's converter; then register the file with worldsmith.llm.models.register_model)")
+#: The command that writes a checkpoint back into its base GGUF (training/export.py), for run reports.
+GGUF_EXPORT_HINT = "worldsmith train export CHECKPOINT_DIR --out student.gguf"
 
 
 def tiny_tokenizer() -> Any:
@@ -59,7 +59,7 @@ def tiny_model(tokenizer: Any, *, seed: int = 0, hidden_size: int = 32, layers: 
     return model
 
 
-def _embedded_gguf(name: str, models_dir: Path | None) -> Path | None:
+def embedded_gguf(name: str, models_dir: Path | None) -> Path | None:
     """The verified GGUF of an embedded registry name, or None when `name` is not one."""
     from worldsmith.core.config import Settings
     from worldsmith.llm.models import REGISTRY, ensure_model
@@ -79,7 +79,7 @@ def load_tokenizer(name_or_path: str, *, models_dir: Path | None = None) -> Any:
 
     if name_or_path == TINY:
         return tiny_tokenizer()
-    gguf = _embedded_gguf(name_or_path, models_dir)
+    gguf = embedded_gguf(name_or_path, models_dir)
     if gguf is not None:
         return _ensure_pad(AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name))
     return _ensure_pad(AutoTokenizer.from_pretrained(name_or_path))
@@ -93,7 +93,7 @@ def load_student(name_or_path: str, *, models_dir: Path | None = None, seed: int
     if name_or_path == TINY:
         tok = tiny_tokenizer()
         return tiny_model(tok, seed=seed), tok
-    gguf = _embedded_gguf(name_or_path, models_dir)
+    gguf = embedded_gguf(name_or_path, models_dir)
     if gguf is not None:
         try:
             # dequantize=True: plain dense float32 weights, which the Trainer accepts (a model loaded with a GGUF

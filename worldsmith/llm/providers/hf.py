@@ -7,7 +7,7 @@ otherwise (seeded when `seed` is set), and stops at the end-of-turn token, `max_
 teacher. Each checkpoint is loaded once per process and shared; a lock serialises generation (one model, one
 request at a time) and the blocking work runs in a worker thread.
 
-For llama.cpp speed, export the checkpoint to GGUF (llama.cpp's `convert_hf_to_gguf.py`) and use 'embedded'.
+For llama.cpp speed, export the checkpoint to GGUF (`worldsmith train export`) and use 'embedded'.
 """
 
 from __future__ import annotations

@@ -1,0 +1,373 @@
+"""The measured student: world tasks → teacher trajectories → SFT → GGUF → before/after eval (→ optional SFT+RL).
+
+    python benchmarks/student.py --out runs/student-smollm2 --student smollm2-135m
+    python benchmarks/student.py --out runs/student-qwen05 --student qwen2.5-coder-0.5b --lora --rl-steps 20 \\
+        --dabench /work/shared/benchmarks/dabench-dev --limit 12
+
+Stages, each writing under the run directory and skipped when its marker `stages/<name>.json` exists (rerun the
+same command to resume; an interrupted eval continues where it stopped):
+
+  worlds   build the train and held-out worlds from fixed "template:seed" lists and write their tasks (engine
+           templates, no LLM) into tasks/train and tasks/heldout; refused unless the two share no world.
+  teacher  the analyst on the teacher model (default the embedded 1.5B) solves the train tasks (the eval harness).
+  sft      `train sft` on the teacher's graded passes plus the worlds' oracle trajectories (training/data.py refuses
+           benchmark tasks: no DABench question ever trains).
+  base     the untrained student as the eval harness will serve it (GGUF export, or a checkpoint for `tiny`).
+  export   the SFT (and RL) checkpoint back to GGUF (training/export.py); skipped with --no-export or for `tiny`.
+  eval-*   base, SFT (and RL) student, and with --eval-teacher the teacher, on the held-out world tasks and the
+           DABench dev share: pass@1, grammar-valid turn rate, void-turn rate (training/metrics.turn_rates).
+  rl       with --rl-steps N: `train rl` continues from the SFT checkpoint on the train tasks.
+
+report.md and summary.json (split, data, per-stage seconds, the eval table) are rewritten at the end of every run.
+Exported students are served by llama.cpp (the embedded provider); without an export, by the `hf` provider.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+TRAIN_WORLDS = ("customer_pricing:11", "operations_supply_chain:12", "finance:13", "people:14",
+                "commercial_growth:15", "risk_fraud:16")
+HELDOUT_WORLDS = ("customer_pricing:101", "operations_supply_chain:102", "energy_iot:103", "education:104")
+DABENCH_DEV = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "dabench-dev"
+TEACHER = {"provider": "embedded", "model": "qwen2.5-coder-1.5b"}
+
+
+@dataclass
+class PipelineConfig:
+    out: Path
+    student: str = "smollm2-135m"
+    train_worlds: tuple[str, ...] = TRAIN_WORLDS
+    heldout_worlds: tuple[str, ...] = HELDOUT_WORLDS
+    rows: int = 2000
+    tasks_per_world: int = 4
+    teacher: dict[str, Any] | None = field(default_factory=lambda: dict(TEACHER))
+    """The teacher's endpoint (the agent role while it solves the train tasks); None: SFT on oracles only."""
+    llm_default: dict[str, Any] | None = None
+    """Every other role (judges, loaded only when a rubric needs one); None: the teacher's endpoint."""
+    dabench: Path | None = None
+    limit: int | None = None
+    """At most N tasks of each eval set."""
+    max_turns: int = 6
+    max_tokens: int = 512
+    lora: bool = False
+    sft_steps: int = -1
+    epochs: float = 2.0
+    lr: float | None = None
+    sft_max_tokens: int = 4096
+    export: bool = True
+    rl_steps: int = 0
+    rl_generations: int = 4
+    rl_prompts: int = 2
+    """Distinct train tasks per RL step."""
+    rl_expert_max_tokens: int | None = None
+    """Longest expert for the RL run's SFT term (longer ones are dropped, not cut); None: sft_max_tokens."""
+    eval_teacher: bool = False
+    seed: int = 0
+
+
+class Pipeline:
+    def __init__(self, cfg: PipelineConfig, *, log: Callable[[str], None] = print) -> None:
+        self.cfg, self.log = cfg, log
+        self.root = Path(cfg.out)
+        (self.root / "stages").mkdir(parents=True, exist_ok=True)
+
+    # -- stage bookkeeping ------------------------------------------------------------------------------------------
+    def done(self, name: str) -> dict[str, Any] | None:
+        marker = self.root / "stages" / f"{name}.json"
+        return json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else None
+
+    def stage(self, name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Run `fn` unless its marker exists; the marker (result + seconds) is written atomically when it succeeds."""
+        if (prior := self.done(name)) is not None:
+            self.log(f"[{name}] done earlier ({prior['seconds']:.1f} s), skipped")
+            return prior
+        self.log(f"[{name}] …")
+        t0 = time.monotonic()
+        result = fn()
+        record = {"stage": name, "seconds": round(time.monotonic() - t0, 2), "result": result}
+        tmp = self.root / "stages" / f".{name}.json.tmp"
+        tmp.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
+        tmp.replace(self.root / "stages" / f"{name}.json")
+        self.log(f"[{name}] {record['seconds']:.1f} s")
+        return record
+
+    def fresh(self, rel: str) -> Path:
+        """A stage's output folder, emptied of a failed earlier attempt."""
+        path = self.root / rel
+        if path.exists():
+            shutil.rmtree(path)
+        return path
+
+    def settings(self, agent: dict[str, Any]) -> Any:
+        from worldsmith.core.config import load_settings
+
+        default = self.cfg.llm_default or self.cfg.teacher or TEACHER
+        return load_settings(overrides={
+            "runs_dir": str(self.root / "scratch"),
+            "llm": {"default": default, "roles": {"agent": agent}, "cache": False},
+            "analyst": {"max_turns": self.cfg.max_turns, "max_tokens": self.cfg.max_tokens}})
+
+    # -- stages -----------------------------------------------------------------------------------------------------
+    def worlds(self) -> dict[str, Any]:
+        from worldsmith.core.taskpkg import TaskCollection
+        from worldsmith.evolution.worlds.templates import load_template
+        from worldsmith.evolution.worlds.world import build_world
+        from worldsmith.graphs.runtime import GraphRuntime, SandboxSessions
+        from worldsmith.graphs.world import write_world_tasks
+
+        overlap = set(self.cfg.train_worlds) & set(self.cfg.heldout_worlds)
+        if overlap:
+            raise ValueError(f"worlds: {sorted(overlap)} listed both for training and held out")
+        settings = self.settings(self.cfg.teacher or TEACHER)
+        out: dict[str, Any] = {}
+        for split, specs in (("train", self.cfg.train_worlds), ("heldout", self.cfg.heldout_worlds)):
+            tasks_dir = self.fresh(f"tasks/{split}")
+            ids: list[str] = []
+            for spec in specs:
+                template, seed = parse_world(spec)
+                world_dir = self.fresh(f"worlds/{template}-s{seed}")
+                build_world(load_template(template, rows=self.cfg.rows), seed, world_dir)
+                rt = GraphRuntime(settings=settings, llm=None, sessions=SandboxSessions(settings))
+                written, _ = asyncio.run(write_world_tasks(
+                    rt, self.fresh(f"worlds/.steps-{template}-s{seed}"), world_dir, tasks_dir,
+                    max_tasks=self.cfg.tasks_per_world, seed=seed, use_llm=False, on_event=lambda e: None))
+                ids += written
+            out[split] = {"worlds": sorted({e.group for e in TaskCollection(tasks_dir).entries()}), "tasks": ids}
+        shared = set(out["train"]["worlds"]) & set(out["heldout"]["worlds"])
+        if shared:
+            raise ValueError(f"worlds: held-out worlds {sorted(shared)} also have train tasks; split is not disjoint")
+        return out
+
+    def teacher(self) -> dict[str, Any]:
+        if self.cfg.teacher is None:
+            return {"skipped": "no teacher: SFT on the worlds' oracle trajectories only"}
+        return self.evaluate(self.cfg.teacher, self.root / "tasks" / "train", "teacher", limit=None)
+
+    def expert_data(self) -> list[Path]:
+        """SFT data: the teacher's eval run (its graded passes) and the train collection (its oracles)."""
+        teacher = [self.root / "teacher"] if self.cfg.teacher is not None else []
+        return [*teacher, self.root / "tasks" / "train"]
+
+    def sft(self) -> dict[str, Any]:
+        from worldsmith.app.train import SFTRequest, sft_from_paths
+
+        train = self.root / "tasks" / "train"
+        req = SFTRequest(data=self.expert_data(), tasks=[train], model=self.cfg.student,
+                         out=self.fresh("sft"), epochs=self.cfg.epochs, max_steps=self.cfg.sft_steps, lr=self.cfg.lr,
+                         lora=self.cfg.lora, max_tokens=self.cfg.sft_max_tokens, overflow="truncate",
+                         validation_fraction=0.0, seed=self.cfg.seed)
+        summary = sft_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
+        keep = ("steps", "final_loss", "data_train", "data_rejected", "checkpoint")
+        return {k: summary.get(k) for k in keep} | {"data": json.loads((self.root / "sft" / "data_stats.json")
+                                                                        .read_text(encoding="utf-8"))}
+
+    def exportable(self) -> bool:
+        from worldsmith.llm.models import REGISTRY
+
+        return self.cfg.export and self.cfg.student in REGISTRY
+
+    def base(self) -> dict[str, Any]:
+        """The untrained student in the form the harness serves: a GGUF written the same way as the trained one (so
+        base and SFT differ only in training, not in quantization), or an HF checkpoint."""
+        from worldsmith.training.models import embedded_gguf, load_student
+
+        model, tok = load_student(self.cfg.student, seed=self.cfg.seed)
+        if self.exportable():
+            from worldsmith.training.export import export_gguf
+
+            target = self.root / "export" / "base.gguf"
+            target.unlink(missing_ok=True)
+            path = export_gguf(model, base_gguf=embedded_gguf(self.cfg.student, None), out=target)
+            return {"gguf": str(path)}
+        folder = self.fresh("base/checkpoint")
+        model.save_pretrained(str(folder))
+        tok.save_pretrained(str(folder))
+        return {"checkpoint": str(folder)}
+
+    def export(self, label: str, checkpoint: Path) -> dict[str, Any]:
+        from worldsmith.training.export import export_checkpoint
+
+        if not self.exportable():
+            return {"skipped": f"{self.cfg.student!r} has no base GGUF" if self.cfg.export else "--no-export"}
+        target = self.root / "export" / f"{label}.gguf"
+        target.unlink(missing_ok=True)
+        return {"gguf": str(export_checkpoint(checkpoint, out=target, base=self.cfg.student))}
+
+    def rl(self) -> dict[str, Any]:
+        from worldsmith.app.train_rl import RLRequest, rl_from_paths
+
+        train = self.root / "tasks" / "train"
+        req = RLRequest(tasks=[train], data=self.expert_data(), model=str(self.root / "sft" / "checkpoint"),
+                        out=self.fresh("rl"), max_steps=self.cfg.rl_steps, prompts_per_step=self.cfg.rl_prompts,
+                        num_generations=self.cfg.rl_generations,
+                        max_turns=self.cfg.max_turns, max_new_tokens=self.cfg.max_tokens, lora=self.cfg.lora,
+                        expert_max_tokens=self.cfg.rl_expert_max_tokens or self.cfg.sft_max_tokens,
+                        seed=self.cfg.seed)
+        summary = rl_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
+        if not summary.get("steps"):
+            raise RuntimeError(f"rl: no step trained ({summary.get('tasks')} usable train tasks for "
+                               f"{self.cfg.rl_prompts} prompts per step); lower --rl-prompts or add train worlds")
+        keep = ("steps", "tasks", "with_expert", "final_reward", "final_gamma", "final_sft_loss", "final_rl_loss",
+                "void_rate", "checkpoint")
+        return {k: summary.get(k) for k in keep}
+
+    def student_endpoint(self, label: str, checkpoint: Path) -> dict[str, Any]:
+        """The exported GGUF on llama.cpp when there is one, else the checkpoint on the `hf` provider."""
+        gguf = self.root / "export" / f"{label}.gguf"
+        if not gguf.is_file():
+            return {"provider": "hf", "model": str(checkpoint)}
+        from worldsmith.llm.models import (
+            REGISTRY,
+            ModelSpec,
+            register_model,
+            sha256_file,
+        )
+
+        name = f"student-{self.root.name}-{label}"
+        register_model(ModelSpec(name=name, description=f"{self.cfg.student} {label} ({self.root})",
+                                 sha256=sha256_file(gguf), size=gguf.stat().st_size, file=gguf,
+                                 context_length=REGISTRY[self.cfg.student].context_length))
+        return {"provider": "embedded", "model": name}
+
+    def evaluate(self, agent: dict[str, Any], tasks: Path, rel: str, *, limit: int | None) -> dict[str, Any]:
+        """The eval harness in `<run>/<rel>` (continued when an earlier attempt stopped); metrics + turn rates."""
+        from worldsmith.app.eval import evaluate_path
+        from worldsmith.app.runtime import make_runtime
+        from worldsmith.core.runs import RunDir
+        from worldsmith.core.schemas import Trajectory
+        from worldsmith.training.metrics import turn_rates
+
+        settings = self.settings(agent)
+        folder = self.root / rel
+        if not (folder / "events.jsonl").exists():
+            self.fresh(rel)
+            RunDir.create_at("eval", settings.runs_dir, folder, settings.masked())
+        result = asyncio.run(evaluate_path(make_runtime(settings), tasks, limit=limit, run_path=folder))
+        trajs = [Trajectory.model_validate_json(p.read_text(encoding="utf-8"))
+                 for p in sorted((folder / "trajectories").rglob("*.json"))]
+        o = result["overall"]
+        return {"agent": agent, "tasks": str(tasks), "n_tasks": o["n_tasks"], "pass_at_1": o["pass_at_1"],
+                "errors": o["n_errors"], **turn_rates(trajs).model_dump()}
+
+    # -- the whole run ----------------------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        cfg, t0 = self.cfg, time.monotonic()
+        self.stage("worlds", self.worlds)
+        self.stage("teacher", self.teacher)
+        self.stage("sft", self.sft)
+        base = self.stage("base", self.base)["result"]
+        sft_ckpt = self.root / "sft" / "checkpoint"
+        self.stage("export-sft", lambda: self.export("sft", sft_ckpt))
+        students = {"base": Path(base.get("checkpoint", "")), "sft": sft_ckpt}
+        if cfg.rl_steps > 0:
+            self.stage("rl", self.rl)
+            self.stage("export-rl", lambda: self.export("rl", self.root / "rl" / "checkpoint"))
+            students["rl"] = self.root / "rl" / "checkpoint"
+        sets = {"heldout": self.root / "tasks" / "heldout"}
+        if cfg.dabench is not None:
+            sets["dabench"] = Path(cfg.dabench)
+        agents = {label: (lambda label=label, ckpt=ckpt: self.student_endpoint(label, ckpt))
+                  for label, ckpt in students.items()}
+        if cfg.eval_teacher and cfg.teacher is not None:
+            agents["teacher"] = lambda: dict(cfg.teacher or {})
+        for label, agent in agents.items():
+            for set_name, path in sets.items():
+                self.stage(f"eval-{label}-{set_name}",
+                           lambda agent=agent, path=path, label=label, set_name=set_name:
+                           self.evaluate(agent(), path, f"eval/{label}-{set_name}", limit=cfg.limit))
+        summary = self.summary(time.monotonic() - t0)
+        write_text(self.root / "summary.json", json.dumps(summary, indent=2, default=str))
+        write_text(self.root / "report.md", render_report(summary))
+        return summary
+
+    def summary(self, wall_s: float) -> dict[str, Any]:
+        stages = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.root / "stages").glob("*.json"))}
+        evals = {name[len("eval-"):]: rec["result"] for name, rec in stages.items() if name.startswith("eval-")}
+        config = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.cfg).items()}
+        return {"config": config, "split": stages["worlds"]["result"], "teacher": stages["teacher"]["result"],
+                "sft": stages["sft"]["result"], "rl": stages.get("rl", {}).get("result"),
+                "export": {k: v["result"] for k, v in stages.items() if k.startswith(("base", "export"))},
+                "eval": evals, "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
+                "wall_s_this_invocation": round(wall_s, 1)}
+
+
+def parse_world(spec: str) -> tuple[str, int]:
+    template, _, seed = spec.partition(":")
+    if not template or not seed.isdigit():
+        raise ValueError(f"world {spec!r}: expected TEMPLATE:SEED, e.g. customer_pricing:11")
+    return template, int(seed)
+
+
+def write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def render_report(s: dict[str, Any]) -> str:
+    train, held, teacher, sft = s["split"]["train"], s["split"]["heldout"], s["teacher"], s["sft"]
+    lines = [f"# Measured student: {s['config']['student']}", "",
+             f"Train worlds ({len(train['worlds'])}, {len(train['tasks'])} tasks): {', '.join(train['worlds'])}",
+             f"Held-out worlds ({len(held['worlds'])}, {len(held['tasks'])} tasks): {', '.join(held['worlds'])}", "",
+             (("No teacher; " if "skipped" in teacher else
+               f"Teacher ({teacher['agent'].get('model')}) on the train tasks: pass@1 {teacher['pass_at_1']:.1%}; ")
+              + f"SFT on {sft['data_train']} examples ({sft['data_rejected']} rejected), {sft['steps']} steps, "
+              f"final loss {sft['final_loss']:.4f}."), "",
+             "| model | eval set | tasks | pass@1 | grammar-valid turns | void turns | turns | errors |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for key, e in s["eval"].items():
+        label, _, set_name = key.partition("-")
+        lines.append(f"| {label} | {set_name} | {e['n_tasks']} | {e['pass_at_1']:.1%} | {e['grammar_valid_rate']:.1%} "
+                     f"| {e['void_rate']:.1%} | {e['turns']} | {e['errors']} |")
+    lines += ["", "| stage | seconds |", "| --- | ---: |"]
+    lines += [f"| {k} | {v:.1f} |" for k, v in s["stage_seconds"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True, help="run directory (rerun the same command to resume)")
+    ap.add_argument("--student", default="smollm2-135m", help="smollm2-135m | qwen2.5-coder-0.5b | tiny")
+    ap.add_argument("--teacher", default=TEACHER["model"], help="embedded model that writes the trajectories")
+    ap.add_argument("--no-teacher", action="store_true", help="SFT on the worlds' oracle trajectories only")
+    ap.add_argument("--train-worlds", nargs="+", default=list(TRAIN_WORLDS), metavar="TEMPLATE:SEED")
+    ap.add_argument("--heldout-worlds", nargs="+", default=list(HELDOUT_WORLDS), metavar="TEMPLATE:SEED")
+    ap.add_argument("--rows", type=int, default=2000, help="rows per world")
+    ap.add_argument("--tasks-per-world", type=int, default=4)
+    ap.add_argument("--dabench", type=Path, default=DABENCH_DEV if DABENCH_DEV.is_dir() else None)
+    ap.add_argument("--limit", type=int, default=None, help="at most N tasks per eval set")
+    ap.add_argument("--max-turns", type=int, default=6)
+    ap.add_argument("--max-tokens", type=int, default=512, help="tokens per assistant turn")
+    ap.add_argument("--lora", action="store_true", help="LoRA adapters (merged on save) instead of full SFT")
+    ap.add_argument("--sft-steps", type=int, default=-1, help="optimizer steps (-1: --epochs)")
+    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--no-export", action="store_true", help="evaluate checkpoints with the hf provider instead")
+    ap.add_argument("--rl-steps", type=int, default=0, help="SFT+RL steps after SFT (0: none)")
+    ap.add_argument("--rl-prompts", type=int, default=2, help="distinct train tasks per RL step")
+    ap.add_argument("--eval-teacher", action="store_true", help="also evaluate the teacher (reference row)")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    teacher = None if a.no_teacher else {"provider": "embedded", "model": a.teacher}
+    cfg = PipelineConfig(out=a.out, student=a.student, teacher=teacher,
+                         train_worlds=tuple(a.train_worlds), heldout_worlds=tuple(a.heldout_worlds), rows=a.rows,
+                         tasks_per_world=a.tasks_per_world, dabench=a.dabench, limit=a.limit, max_turns=a.max_turns,
+                         max_tokens=a.max_tokens, lora=a.lora, sft_steps=a.sft_steps, epochs=a.epochs, lr=a.lr,
+                         export=not a.no_export, rl_steps=a.rl_steps, rl_prompts=a.rl_prompts,
+                         eval_teacher=a.eval_teacher, seed=a.seed)
+    summary = Pipeline(cfg).run()
+    print(render_report(summary))
+    print(f"report: {Path(cfg.out) / 'report.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""benchmarks/student.py end to end at toy scale: tiny student, a fake-server teacher, 2 + 2 world tasks, 2 SFT steps,
+eval on held-out world tasks and a tiny DABench-format share, one SFT+RL step; then a rerun that skips every stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl")
+
+from benchmarks.student import Pipeline, PipelineConfig, parse_world
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.fakes.tiny_dabench import write_tiny_dabench
+
+
+def teacher_turn(body: dict[str, Any]) -> str:
+    """A teacher that looks at the files once, then answers (wrongly: world answers are not known here)."""
+    last = str(body["messages"][-1].get("content", ""))
+    if last.startswith("<interpreter>"):
+        return "<think>Done looking.</think><answer>@answer[0]</answer>"
+    return "<think>List the files.</think><code>import os\nprint(sorted(os.listdir('.')))</code>"
+
+
+@pytest.mark.slow
+def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_path: Path) -> None:
+    bench = write_tiny_dabench(tmp_path / "bench", n=3)
+    with FakeOpenAI() as fake:
+        fake.responder = teacher_turn
+        teacher = fake.endpoint().model_dump(exclude_none=True)
+        cfg = PipelineConfig(out=tmp_path / "run", student="tiny", teacher=teacher,
+                             train_worlds=("customer_pricing:11",), heldout_worlds=("customer_pricing:101",),
+                             rows=500, tasks_per_world=2, dabench=bench, limit=2, max_turns=2, max_tokens=64,
+                             sft_steps=2, sft_max_tokens=8192, rl_steps=1, rl_prompts=1, rl_generations=2,
+                             rl_expert_max_tokens=100_000)  # the byte-level tiny tokenizer: an oracle is ~10k tokens
+        logs: list[str] = []
+        summary = Pipeline(cfg, log=logs.append).run()
+        teacher_requests = fake.request_count
+
+    run = tmp_path / "run"
+    stages = {p.stem for p in (run / "stages").glob("*.json")}
+    assert stages == {"worlds", "teacher", "sft", "base", "export-sft", "rl", "export-rl",
+                      *(f"eval-{m}-{s}" for m in ("base", "sft", "rl") for s in ("heldout", "dabench"))}
+    # world-disjoint: same template, different seeds, no held-out world among the train tasks' groups
+    train, held = summary["split"]["train"], summary["split"]["heldout"]
+    assert len(train["tasks"]) == 2 and len(held["tasks"]) == 2
+    assert train["worlds"] and held["worlds"] and not set(train["worlds"]) & set(held["worlds"])
+    train_index = [json.loads(line) for line in (run / "tasks/train/index.jsonl").read_text().splitlines()]
+    assert {e["group"] for e in train_index}.isdisjoint(held["worlds"])
+    assert not set(train["tasks"]) & set(held["tasks"])
+
+    assert teacher_requests >= 2  # the teacher really solved the train tasks through the eval harness
+    assert summary["teacher"]["n_tasks"] == 2
+    assert summary["sft"]["steps"] == 2 and summary["sft"]["data_train"] >= 2  # at least the two world oracles
+    assert (run / "sft/checkpoint/config.json").is_file()
+    assert summary["export"]["export-sft"]["skipped"]  # tiny has no base GGUF
+
+    assert summary["rl"]["steps"] == 1 and (run / "rl/checkpoint/config.json").is_file()
+    assert set(summary["eval"]) == {f"{m}-{s}" for m in ("base", "sft", "rl") for s in ("heldout", "dabench")}
+    for key, e in summary["eval"].items():
+        assert e["n_tasks"] == 2, key
+        assert e["agent"]["provider"] == "hf"
+        assert e["turns"] >= 2 and 0 <= e["void_rate"] <= 1 and 0 <= e["grammar_valid_rate"] <= 1
+        assert e["grammar_valid_rate"] + e["void_rate"] <= 1
+    assert summary["eval"]["sft-dabench"]["agent"]["model"].endswith("sft/checkpoint")
+    assert summary["eval"]["rl-heldout"]["agent"]["model"].endswith("rl/checkpoint")
+    assert set(summary["stage_seconds"]) == stages
+
+    report = (run / "report.md").read_text()
+    for needle in ("pass@1", "grammar-valid turns", "void turns", "customer_pricing", "| sft | dabench | 2 |"):
+        assert needle in report
+    assert json.loads((run / "summary.json").read_text())["eval"] == summary["eval"]
+
+    # resumable: a rerun finds every marker and redoes nothing (no teacher server is even running now)
+    logs.clear()
+    again = Pipeline(cfg, log=logs.append).run()
+    assert all("skipped" in line for line in logs) and len(logs) == len(stages)
+    assert again["eval"] == summary["eval"]
+
+
+def test_world_specs_are_template_and_seed() -> None:
+    assert parse_world("finance:13") == ("finance", 13)
+    with pytest.raises(ValueError, match="TEMPLATE:SEED"):
+        parse_world("finance")
+
+
+def test_a_world_listed_on_both_sides_is_refused(tmp_path: Path) -> None:
+    cfg = PipelineConfig(out=tmp_path / "run", student="tiny", train_worlds=("finance:1",),
+                         heldout_worlds=("finance:1",))
+    with pytest.raises(ValueError, match="both for training and held out"):
+        Pipeline(cfg, log=lambda s: None).worlds()
