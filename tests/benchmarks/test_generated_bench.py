@@ -140,7 +140,7 @@ def test_before_after_difference_over_stated_windows(manifest: dict) -> None:
 
 
 def test_slope_from_a_sqlite_table(manifest: dict) -> None:
-    q = _question(manifest, "customer-pricing-saas-s1102-cause-invoice-amount-seat-slope")
+    q = _question(manifest, "customer-pricing-saas-s1102-consequence-seats-seat-slope")
     with sqlite3.connect(_world(q) / "billing.sqlite") as con:
         b = pd.read_sql("SELECT * FROM billing", con)
     b = b.drop_duplicates("invoice_id", keep="first").dropna(subset=["seats", "invoice_amount"])
@@ -189,7 +189,9 @@ async def test_runner_scores_three_questions_with_the_scripted_model(scripted, t
         if task_id == tasks[2].id:
             return "<think>I will not answer.</think><answer>no idea</answer>"
         prints = "\n".join(f"print('@{n}[{v}]')" for n, v in values[task_id].items())
-        return f"<think>Compute.</think><code>\nimport pandas as pd\n{prints}\n</code>"
+        # open the task's files first: an answer that never touched the data is re-asked by the no-evidence guard
+        opens = "import os\n_ = [open(f).close() for f in os.listdir('.') if os.path.isfile(f)]"
+        return f"<think>Compute.</think><code>\nimport pandas as pd\n{opens}\n{prints}\n</code>"
 
     script.fallback(respond)
     rt = make_rt(analyst={"format_retries": 0})

@@ -211,3 +211,34 @@ def test_a_window_over_posting_dates_says_to_use_event_dates(commercial_world: P
     truth = next(p["value"] for p in key["phenomena"] if p["id"] == "campaign_uplift")
     event = uplift(posted - pd.Timedelta(days=1))
     assert abs(event - truth) < 0.02 and abs(uplift(posted) - truth) > abs(event - truth)
+
+
+def _with_total_usage(d: dict) -> None:
+    """accounts.total_usage = sum of usage_hours over the account's invoices (invoices end with churn)."""
+    d["variables"].append({"name": "total_usage", "entity": "accounts", "description": "usage over all invoices",
+                           "derive": {"op": "aggregate", "of": "usage_hours"}})
+    next(s for s in d["systems"] if s["entity"] == "accounts")["variables"].append("total_usage")
+
+
+def test_an_aggregate_counts_only_the_rows_churn_did_not_end(tmp_path: Path) -> None:
+    """Invoices after churn never exist, so a parent's sum over its invoices is over the kept invoices only."""
+    from worldsmith.core.world_contract import WorldContract
+
+    build_world(WorldContract.model_validate(_pricing(_with_total_usage)), 3, tmp_path / "w", audit=False)
+    canon = tmp_path / "w" / ".truth" / "canonical"
+    accounts, invoices = pd.read_parquet(canon / "accounts.parquet"), pd.read_parquet(canon / "invoices.parquet")
+    summed = invoices.groupby("account_id")["usage_hours"].sum()
+    got = accounts.set_index("account_id")["total_usage"]
+    expected = summed.reindex(got.index).fillna(0.0)
+    assert np.allclose(got.to_numpy(float), expected.to_numpy(float), atol=1e-6)
+    churned = accounts[accounts["churned"] == 1]
+    assert len(churned) > 0 and (invoices["account_id"].isin(churned["account_id"])).any()
+
+
+def test_an_aggregate_of_ending_rows_that_causes_the_ending_is_refused() -> None:
+    def cycle(d):
+        _with_total_usage(d)
+        d["edges"].append({"sources": ["total_usage"], "target": "churned",
+                           "mechanism": {"type": "logistic", "coef": -0.001}})
+
+    assert any("entities[1].ends_with" in p and "a cycle" in p for p in _problems(_pricing(cycle)))

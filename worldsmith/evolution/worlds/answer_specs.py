@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.answer_spec import AnswerFacets, Comparison, Filter, Measure, Side, Window
-from worldsmith.core.world_contract import Phenomenon, WorldContract
+from worldsmith.core.world_contract import Phenomenon, WorldContract, singular
 
 from .audit import load_contract
 from .recipes import recipe_entity
@@ -116,6 +116,7 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
     if op == "slope":
         scale = _numeric_scale(c, r.y, difference=True)
         x_unit = c.nodes()[r.x].unit if r.x in c.nodes() else None
+        x_unit = singular(x_unit) if x_unit else None  # "USD per seat", "per one seat", not "per one seats"
         per = f"one {x_unit} of `{r.x}`" if x_unit and not _binary(c, r.x) else f"one unit of `{r.x}`"
         if scale.get("unit_label"):
             scale["unit_label"] = f"{scale['unit_label']} per {x_unit or f'unit of {r.x}'}"

@@ -51,6 +51,15 @@ def check_plausibility(c: WorldContract, p: Problems) -> None:
         if e.end_column in nodes:
             p.add("ends_with", path, f"the end-date column {e.end_column!r} clashes with a variable", "rename it")
     g = edge_graph(c)
+    for i, e in enumerate(c.entities):  # an aggregate over rows that end with a flag cannot also cause that flag
+        if e.ends_with is None or e.ends_with not in g:
+            continue
+        for name in nx.ancestors(g, e.ends_with):
+            d = getattr(nodes.get(name), "derive", None)
+            if d is not None and d.op == "aggregate" and d.of in nodes and nodes[d.of].entity == e.name:
+                p.add("ends_with", f"entities[{i}].ends_with", f"{name!r} aggregates {e.name} rows, which end with "
+                      f"{e.ends_with!r}, and also causes {e.ends_with!r}: a cycle",
+                      f"aggregate a variable of another entity, or drop the path from {name!r} to {e.ends_with!r}")
     for i, r in enumerate(c.plausibility):
         path = f"plausibility[{i}]"
         named = [r.variable, r.by] if isinstance(r, Unmoved) else [r.target, *r.sources]

@@ -258,7 +258,13 @@ def generate(contract: WorldContract, seed: int, rows: int | None = None) -> Can
     nodes = contract.nodes()
     owner = {name: n.entity for name, n in nodes.items()}
     values: dict[str, np.ndarray] = {}
-    g = edge_graph(contract)
+    ends: dict[str, np.ndarray] = {}
+    g = edge_graph(contract).copy()
+    for e in contract.entities:  # an aggregate of rows that end with a flag waits for the flag (validation refuses a cycle)
+        for name, n in nodes.items():
+            d = n.derive
+            if e.ends_with and d is not None and d.op == "aggregate" and nodes[d.of].entity == e.name:
+                g.add_edge(str(e.ends_with), name)
     for name in nx.lexicographical_topological_sort(g):
         if name not in nodes:
             continue  # pseudo nodes (@time, @event:...) carry no values
@@ -272,7 +278,9 @@ def generate(contract: WorldContract, seed: int, rows: int | None = None) -> Can
             values[name] = _clip(n, _caused(contract, n, view, size, rng_for(seed, "node", name)))
         else:
             values[name] = _clip(n, _draw_root(n, size, rng_for(seed, "node", name)))
-    ends = {e.name: _end_rows(contract, e, sk, values, nodes, seed) for e in contract.entities if e.ends_with}
+        for e in contract.entities:  # rows end as soon as their flag exists: later aggregates see only kept rows
+            if e.ends_with == name:
+                ends[e.name] = _end_rows(contract, e, sk, values, nodes, seed)
     tables = {e.name: _table(contract, e, sk, values, nodes) for e in contract.entities}
     for e in contract.entities:
         if e.name in ends:  # the parent's end date, kept in the truth (no variable, so no system exports it)
@@ -293,7 +301,7 @@ def _end_rows(contract: WorldContract, e: Entity, sk: dict[str, Skeleton], value
     keep = ~(s.days > end[s.parent_idx])  # type: ignore[index, operator]  # NaN end: every row stays
     sk[e.name] = Skeleton(n=int(keep.sum()), parent_idx=s.parent_idx[keep], days=s.days[keep])  # type: ignore[index]
     for name, n in nodes.items():
-        if n.entity == e.name:
+        if n.entity == e.name and name in values:  # the rest are drawn later, at the kept rows' size
             values[name] = values[name][keep]
     return end
 
