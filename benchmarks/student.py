@@ -114,7 +114,7 @@ class Pipeline:
         return load_settings(overrides={
             "runs_dir": str(self.root / "scratch"),
             "llm": {"default": default, "roles": {"agent": agent}, "cache": False},
-            "analyst": {"max_turns": self.cfg.max_turns, "max_tokens": self.cfg.max_tokens}})
+            "analyst": {"max_turns": self.cfg.max_turns, "max_tokens_per_turn": self.cfg.max_tokens}})
 
     # -- stages -----------------------------------------------------------------------------------------------------
     def worlds(self) -> dict[str, Any]:

@@ -208,7 +208,10 @@ for name in json.loads(sys.argv[2]):
         except (FileReadError, SqlError):
             pass
     out[name] = time.monotonic() - start
-out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM is this process image's own peak: ru_maxrss survives exec, so a child spawned by a big pytest process (vfork)
+# would report the parent's peak instead
+hwm = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+out["peak_rss_bytes"] = int(hwm[0]) * 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps(out))
 """
 
