@@ -155,14 +155,18 @@ def read_task_package(path: str | os.PathLike[str], *, verify: bool = True) -> T
     path = Path(path)
     task = read_model(path / "task.json", Task)
     if verify:
-        env = path / "environment"
-        for f in task.workspace.files:
-            p = env / f.path
-            if not p.is_file():
-                raise ArtifactError(f"{path}: environment file {f.path} is missing")
-            if _sha256(p) != f.sha256:
-                raise ArtifactError(f"{path}: environment file {f.path} does not match its recorded hash")
+        _verify_files(task, path / "environment", f"{path}: environment file")
     return task.model_copy(update={"workspace": task.workspace.model_copy(update={"root": str(path / "environment")})})
+
+
+def _verify_files(task: Task, root: Path, where: str) -> None:
+    """Every workspace file of `task` exists under `root` and matches its recorded sha256."""
+    for f in task.workspace.files:
+        p = root / f.path
+        if not p.is_file():
+            raise ArtifactError(f"{where} {f.path} is missing")
+        if _sha256(p) != f.sha256:
+            raise ArtifactError(f"{where} {f.path} does not match its recorded hash")
 
 
 TASK_LIST = "tasks.jsonl"
@@ -183,12 +187,7 @@ def read_task_list(folder: str | os.PathLike[str], *, verify: bool = True) -> li
             raise ArtifactError(f"{folder / TASK_LIST}: task {task.id} needs a workspace root relative to {folder}")
         root = folder / task.workspace.root
         if verify:
-            for f in task.workspace.files:
-                p = root / f.path
-                if not p.is_file():
-                    raise ArtifactError(f"{folder}: task {task.id}: workspace file {p} is missing")
-                if _sha256(p) != f.sha256:
-                    raise ArtifactError(f"{folder}: task {task.id}: workspace file {p} does not match its recorded hash")
+            _verify_files(task, root, f"{folder}: task {task.id}: workspace file")
         tasks.append(task.model_copy(update={"workspace": task.workspace.model_copy(update={"root": str(root)})}))
     return tasks
 
