@@ -1,0 +1,110 @@
+"""A scripted model that plays every evolution agent from the prompts it receives, so a whole run is scripted.
+
+The director follows a list of rounds: each round is ("expand", [(mode, question), ...]) — expanding the deepest
+eligible node — or ("compose", objective). Questions steer the validator with tags: REJECT (every round
+unsupported), RETRY (round 1 unsupported, round 2 supported), REVISE (revised with a restated claim); anything else
+is supported. Executor scripts compute the total and mean of sales.csv's amount and write a small generated file.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from worldsmith.core.config import Settings
+from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.llm import LLM, LLMConfig
+from worldsmith.llm.providers.scripted import Script, ScriptedRequest, register_script
+
+SALES = "region,amount,units\nnorth,10,1\nsouth,20,2\nnorth,30,3\neast,40,4\nsouth,50,5\n"
+MEMO = "# Q3 memo\n\nThe south region ran a promotion in September; expect its amounts to look inflated.\n"
+TOTAL, MEAN = 150.0, 30.0
+
+SCRIPT = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+          "df.groupby('region').amount.sum().to_csv('by_region_{tag}.csv')\n"
+          "print(f'RESULT total = {{df.amount.sum()}}')\nprint(f'RESULT mean = {{df.amount.mean()}}')\n")
+
+
+def make_data(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "sales.csv").write_text(SALES)
+    (root / "memo_q3.md").write_text(MEMO)
+    return root
+
+
+class Player:
+    """Answers each agent's prompt; `rounds` scripts the director."""
+
+    def __init__(self, rounds: list[tuple[str, Any]]) -> None:
+        self.rounds = list(rounds)
+        self.judged: dict[str, int] = {}
+        self.round = 0
+
+    def __call__(self, req: ScriptedRequest) -> Any:
+        system = req.messages[0]["content"]
+        user = req.last_user
+        if "profiler of a data-analysis workspace" in system:
+            return {"workspace": {"overview": "Sales by region with a quarterly memo.",
+                                  "artifacts": [{"path": "sales.csv", "role": "one row per sale"}]},
+                    "domain": {"domain": "retail", "work_modes": ["descriptive", "diagnostic"]}}
+        if "research director" in system:
+            return self.direct(req.text)
+        if "split a compound data-analysis objective" in system:
+            objective = re.search(r"Compound objective: (.*)", user).group(1)
+            return {"parts": [f"{objective} (part one: totals)", f"{objective} (part two: averages)"]}
+        if "turn a research direction into a goal" in system:
+            question = re.search(r"Direction \([^)]*\): (.*)", user).group(1)
+            ids = re.findall(r"^- (f\d+):", user, re.MULTILINE)
+            return {"goal": f"{question} Use sales.csv.", "depends_on": ids, "context_summary": ""}
+        if "You are a data analyst" in system:
+            if "The script ran. Its output" in user:
+                return {"observations": ["totals printed"], "methodology": "sum and mean",
+                        "conclusion": "The total amount is 150.0 and the mean amount is 30.0."}
+            tag = uuid.uuid4().hex[:6]
+            return f"<think>sum</think>\n<code>\n{SCRIPT.format(tag=tag)}</code>"
+        if "sceptical but fair reviewer" in system:
+            return self.judge(req.text, user)
+        raise AssertionError(f"no scripted answer for: {system[:80]}")
+
+    def direct(self, text: str) -> Any:
+        kind, arg = self.rounds[min(self.round, len(self.rounds) - 1)]
+        self.round += 1
+        if kind == "compose":
+            ids = re.findall(r"finding (f\d+) \[verified\]", text)
+            nonroot = [i for i in ids if i != "f1"]
+            return {"decision": {"kind": "composition", "sources": nonroot[-2:], "relation": "same sales",
+                                 "objective": arg, "why": "both matter"}}
+        eligible = re.search(r"Eligible parents: ([^.]*)\.", text).group(1).split(", ")
+        parent = max(eligible, key=int)
+        return {"decision": {"kind": "expansion", "parent": parent, "directions": [
+            {"question": q, "mode": mode, "depends_on": f"f{parent}", "work_mode": "descriptive", "why": "it matters"}
+            for mode, q in arg]}}
+
+    def judge(self, text: str, user: str) -> Any:
+        goal = re.search(r"Goal: (.*)", user).group(1)
+        if "Propose one alternative check" in user:
+            return {"description": "the median instead of the mean",
+                    "code": "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                            "print(f'RESULT median = {df.amount.median()}')"}
+        claim = re.search(r"Claim: (.*)", user).group(1)
+        n = self.judged[goal] = self.judged.get(goal, 0) + 1
+        if "REJECT" in goal or ("RETRY" in goal and n == 1):
+            return {"verdict": "unsupported", "issues": ["the median (30.0) tells another story"]}
+        if "REVISE" in goal:
+            return {"verdict": "revised", "ground_truth": "The total amount is 150.0 (mean 30.0, median 30.0).",
+                    "issues": ["state the median too"]}
+        return {"verdict": "supported", "ground_truth": claim}
+
+
+def scripted_runtime(tmp_path: Path, player: Player, *, delay_s: float = 0.0) -> tuple[Script, GraphRuntime]:
+    name = f"evolve-{uuid.uuid4().hex[:8]}"
+    script = register_script(name, Script(delay_s=delay_s)).fallback(player)
+    llm = LLM(LLMConfig(default={"provider": "scripted", "model": name}, cache=False,
+                        roles={"embed": {"provider": "scripted", "model": name, "extra_body": {"embed_dim": 64}}}),
+              home=tmp_path / "home")
+    settings = Settings(runs_dir=tmp_path / "runs", home=tmp_path / "home",
+                        sandbox=SandboxConfig(backend="process", preload=[], timeout_s=60, kill_grace_s=1.0))
+    return script, GraphRuntime.from_settings(settings, llm=llm)

@@ -1,0 +1,100 @@
+"""The evolution graph with the scripted model: every mode, the review loop's outcomes, the budget, the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.evolution.evolve_kit import Player, make_data, scripted_runtime
+from worldsmith.app.evolve import open_graph, run_evolution
+from worldsmith.core.evolution_schemas import EvolveBudget, EvolveConfig, NodeRun
+from worldsmith.core.store import read_model
+
+pytest.importorskip("chromadb")
+
+
+def config(steps: int, **kw) -> EvolveConfig:
+    return EvolveConfig(budget=EvolveBudget(steps=steps, max_depth=kw.pop("max_depth", 3),
+                                            max_nodes=kw.pop("max_nodes", 12)), **kw)
+
+
+async def test_deepen_search_decompose_and_compose(tmp_path: Path) -> None:
+    player = Player([
+        ("expand", [("deepen", "What is the total amount over all sales?"),
+                    ("search", "Does the memo explain the south region's sales?")]),
+        ("expand", [("decompose", "How do totals and averages compare across regions?")]),
+        ("compose", "Do the region totals and the memo's promotion tell one story?"),
+    ])
+    script, rt = scripted_runtime(tmp_path, player)
+    run, summary = await run_evolution(rt, make_data(tmp_path / "data"), config=config(3), out=tmp_path / "run")
+    graph = open_graph(run.path)
+    nodes = graph.nodes()
+    assert [(n.id, n.mode, n.parents, n.status) for n in nodes] == [
+        (1, "root", [], "supported"),
+        (2, "deepen", [1], "supported"), (3, "search", [1], "supported"),
+        (4, "decompose", [3], "supported"), (5, "decompose", [3], "supported"),  # one isolated child per part
+        (6, "compose", [4, 5], "supported"),
+    ]
+    assert nodes[4].depth == 2 and nodes[5].depth == 3 and nodes[1].depends_on == "f1"
+    # search: the memo came back from memory and reached the executor's prompt
+    search = read_model(run.path / "nodes" / "3.json", NodeRun)
+    assert search.retrieved and search.retrieved[0] == "memo_q3.md"
+    executor_prompts = [r.text for r in script.requests if "You are a data analyst" in r.messages[0]["content"]]
+    assert any("[document memo_q3.md]" in t and "promotion in September" in t for t in executor_prompts)
+    # a committed node keeps its script, log, result and generated file; its children inherit the file
+    ws = graph  # noqa: F841
+    from worldsmith.evolution.workspace import WorkspaceStore, workspace_root
+
+    store = WorkspaceStore(workspace_root(run.path))
+    files2 = set(store.manifest(2).files)
+    assert {"analyze_node2.py", "analysis_log.md", "execution_result.json", "sources/sales.csv"} <= files2
+    assert any(p.startswith("generated/by_region_") for p in files2)
+    inherited = set(store.manifest(4).files)
+    assert "sources/scripts/analyze_node3.py" in inherited
+    assert any(p.startswith("sources/by_region_") for p in inherited)
+    # the compose node merged both decompose children (their common sources once)
+    merged = set(store.manifest(6).files)
+    assert {"sources/scripts/analyze_node4.py", "sources/scripts/analyze_node5.py", "sources/sales.csv"} <= merged
+    assert summary.nodes == 5 and summary.verified == 5 and summary.stop.startswith("steps")
+    report = (run.path / "report.md").read_text()
+    assert "![exploration graph](exploration_graph.png)" in report and "| f6 | 6 | 3 | compose |" in report
+    assert "## Budget used" in report and "| director rounds | 3 | 3 |" in report
+    assert (run.path / "exploration_graph.png").stat().st_size > 1000
+    assert json.loads((run.path / "summary.json").read_text())["by_mode"] == {
+        "deepen": 1, "search": 1, "decompose": 2, "compose": 1}
+
+
+async def test_review_loop_outcomes_and_what_is_kept(tmp_path: Path) -> None:
+    player = Player([("expand", [("deepen", "RETRY what is the total amount?"),
+                                 ("deepen", "REJECT is the mean amount above the median?"),
+                                 ("deepen", "REVISE how much was sold overall?")])])
+    _, rt = scripted_runtime(tmp_path, player)
+    cfg = config(1, directions=3)
+    run, summary = await run_evolution(rt, make_data(tmp_path / "data"), config=cfg, out=tmp_path / "run")
+    nodes = {n.id: n for n in open_graph(run.path).nodes()}
+    assert [nodes[i].status for i in (2, 3, 4)] == ["supported", "unsupported", "revised"]
+    retry = read_model(run.path / "nodes" / "2.json", NodeRun)
+    assert [(r.round, r.kept) for r in retry.review.rounds] == [(1, False), (2, True)]
+    rejected = read_model(run.path / "nodes" / "3.json", NodeRun)
+    assert [r.kept for r in rejected.review.rounds] == [False, False] and not rejected.review.accepted
+    assert nodes[3].snapshot is None and nodes[3].conclusion == ""  # the rejected update was discarded
+    assert nodes[4].conclusion == "The total amount is 150.0 (mean 30.0, median 30.0)."
+    assert summary.status_counts == {"supported": 1, "revised": 1, "unsupported": 1}
+    assert summary.verified == 2 and summary.tokens > 0
+
+
+QUESTIONS = ["Which region has the largest total amount?", "How many units does each sale carry on average?",
+             "Is there a sale whose amount is an outlier?", "Do units and amount move together?",
+             "What share of revenue comes from the east?", "How concentrated are sales by customer region?"]
+
+
+async def test_budget_stops_at_max_nodes_and_keeps_max_depth(tmp_path: Path) -> None:
+    player = Player([("expand", [("deepen", q)]) for q in QUESTIONS])
+    _, rt = scripted_runtime(tmp_path, player)
+    run, summary = await run_evolution(rt, make_data(tmp_path / "data"), config=config(6, max_depth=2, max_nodes=4),
+                                       out=tmp_path / "run")
+    nodes = open_graph(run.path).nodes()
+    assert max(n.depth for n in nodes) == 2 and summary.nodes == 4
+    assert summary.stop == "nodes: 4 of 4 made" and summary.steps == 4
