@@ -25,7 +25,25 @@ TOTAL, MEAN = 150.0, 30.0
 
 SCRIPT = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
           "df.groupby('region').amount.sum().to_csv('by_region_{tag}.csv')\n"
-          "print(f'RESULT total = {{df.amount.sum()}}')\nprint(f'RESULT mean = {{df.amount.mean()}}')\n")
+          "print(f'RESULT mean = {{df.amount.mean()}}')\nprint(f'RESULT total = {{df.amount.sum()}}')\n")
+#: a dual-evidence solver reads the task's data/ folder
+SOLVER_SCRIPT = ("import pandas as pd\ndf = pd.read_csv('data/sales.csv')\n"
+                 "print(f'RESULT mean = {df.amount.mean()}')\nprint(f'RESULT total = {df.amount.sum()}')\n")
+SPEC = {"name": "mean", "quantity": "mean",
+        "measure": {"variable": "amount", "description": "sale amount", "files": ["data/sales.csv"], "unit": "USD"},
+        "population": "every sale, one row per sale", "filters": [], "window": {"all_dates": True},
+        "aggregation": "the arithmetic mean of amount over all sales", "comparison": None, "scale": "unit",
+        "unit_label": "USD", "factor": 1.0, "decimals": 2}
+RUBRIC = {"dimensions": ["Numerical accuracy", "Interpretation", "Method transparency", "Presentation"],
+          "criteria": [
+              {"id": "c1", "dimension": "Numerical accuracy", "text": "States the mean amount of 30.0.",
+               "type": "filter", "provenance": "gt", "expected_value": 30.0, "tolerance": 0.01},
+              {"id": "c2", "dimension": "Interpretation", "text": "Says whether one region dominates the total.",
+               "type": "preference", "provenance": "generated", "expected_value": None, "tolerance": None},
+              {"id": "c3", "dimension": "Numerical accuracy", "text": "States a total amount of 999.",
+               "type": "preference", "provenance": "generated", "expected_value": 999.0, "tolerance": 0.01},
+              {"id": "c4", "dimension": "Method transparency", "text": "Explains how the mean was computed.",
+               "type": "preference", "provenance": "generated", "expected_value": None, "tolerance": None}]}
 
 
 def make_data(root: Path) -> Path:
@@ -63,10 +81,27 @@ class Player:
             if "The script ran. Its output" in user:
                 return {"observations": ["totals printed"], "methodology": "sum and mean",
                         "conclusion": "The total amount is 150.0 and the mean amount is 30.0."}
+            if "The folder `data/` holds the files" in user:  # a dual-evidence solver run of a report task
+                return f"<think>sum</think>\n<code>\n{SOLVER_SCRIPT}</code>"
             tag = uuid.uuid4().hex[:6]
             return f"<think>sum</think>\n<code>\n{SCRIPT.format(tag=tag)}</code>"
         if "sceptical but fair reviewer" in system:
             return self.judge(req.text, user)
+        if "exact specification of one number" in system:
+            return SPEC
+        if "You write grading rubrics" in system:
+            return RUBRIC
+        if "You check one rubric criterion" in system:
+            total = "Expected value: 999" in user
+            return {"grounded": True, "observable": True, "well_formed": True, "reason": "from the cards",
+                    "code": "import pandas as pd\ndf = pd.read_csv('data/sales.csv')\n"
+                            f"print(f'RESULT value = {{df.amount.{'sum' if total else 'mean'}()}}')",
+                    "revision": None}
+        if "careful data analyst" in system:
+            return self.analyst(req)
+        if "grade a data-analysis deliverable" in system:
+            ids = re.findall(r'\{"id": "([^"]+)"', user)
+            return {"verdicts": [{"id": i, "met": True, "evidence": "stated"} for i in ids]}
         raise AssertionError(f"no scripted answer for: {system[:80]}")
 
     def direct(self, text: str) -> Any:
@@ -82,6 +117,15 @@ class Player:
         return {"decision": {"kind": "expansion", "parent": parent, "directions": [
             {"question": q, "mode": mode, "depends_on": f"f{parent}", "work_mode": "descriptive", "why": "it matters"}
             for mode, q in arg]}}
+
+    def analyst(self, req: ScriptedRequest) -> str:
+        if "RESULT mean" not in req.last_user:
+            return f"<think>compute</think>\n<code>\n{SOLVER_SCRIPT}</code>"
+        if "@mean[" in req.text:
+            return "<think>done</think>\n<answer>The mean sale amount is 30.00 USD. @mean[30.00]</answer>"
+        return ("<think>done</think>\n<answer>The mean amount is 30.0 and the total is 150.0; south and north "
+                "each hold 60.0 and 40.0 of it, so no region dominates. I computed the mean of the amount column."
+                "</answer>")
 
     def judge(self, text: str, user: str) -> Any:
         goal = re.search(r"Goal: (.*)", user).group(1)

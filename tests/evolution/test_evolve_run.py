@@ -98,3 +98,39 @@ async def test_budget_stops_at_max_nodes_and_keeps_max_depth(tmp_path: Path) -> 
     nodes = open_graph(run.path).nodes()
     assert max(n.depth for n in nodes) == 2 and summary.nodes == 4
     assert summary.stop == "nodes: 4 of 4 made" and summary.steps == 4
+
+
+async def test_resume_after_a_kill_mid_round_makes_no_duplicate_nodes(tmp_path: Path) -> None:
+    import asyncio
+
+    from worldsmith.evolution.workspace.graph import ExplorationGraph
+
+    player = Player([("expand", [("deepen", QUESTIONS[0]), ("deepen", QUESTIONS[1])]),
+                     ("expand", [("deepen", QUESTIONS[2])])])
+    script, rt = scripted_runtime(tmp_path, player, delay_s=0.05)
+    run_dir = tmp_path / "run"
+    task = asyncio.create_task(run_evolution(rt, make_data(tmp_path / "data"), config=config(2, concurrency=1),
+                                             out=run_dir))
+    db = run_dir / "workspace" / "graph.sqlite"
+    for _ in range(1200):  # kill while node 3 (the round's second node) is running
+        await asyncio.sleep(0.05)
+        if db.is_file() and any(n.id == 3 and n.status == "running" for n in ExplorationGraph(db).nodes()):
+            break
+    else:
+        pytest.fail("node 3 never started")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    before = {n.id: n.status for n in ExplorationGraph(db).nodes()}
+    assert before == {1: "supported", 2: "supported", 3: "running"}
+    directed = player.round
+
+    run, summary = await run_evolution(rt, resume=run_dir)
+    nodes = ExplorationGraph(db).nodes()
+    assert [(n.id, n.parents, n.status) for n in nodes] == [(1, [], "supported"), (2, [1], "supported"),
+                                                            (3, [1], "supported"), (4, [3], "supported")]
+    assert len({n.goal for n in nodes}) == len(nodes)  # no node was proposed twice
+    assert player.round == directed + 1  # the killed round was not planned again: only round 2 was
+    events = [e["event"] for e in run.events()]
+    assert events.count("run_resumed") == 1 and events[-1] == "run_finished"
+    assert summary.nodes == 3 and summary.verified == 3
