@@ -107,7 +107,7 @@ async def test_resume_after_a_kill_mid_round_makes_no_duplicate_nodes(tmp_path: 
 
     player = Player([("expand", [("deepen", QUESTIONS[0]), ("deepen", QUESTIONS[1])]),
                      ("expand", [("deepen", QUESTIONS[2])])])
-    script, rt = scripted_runtime(tmp_path, player, delay_s=0.05)
+    _script, rt = scripted_runtime(tmp_path, player, delay_s=0.05)
     run_dir = tmp_path / "run"
     task = asyncio.create_task(run_evolution(rt, make_data(tmp_path / "data"), config=config(2, concurrency=1),
                                              out=run_dir))

@@ -19,7 +19,6 @@ from worldsmith.core.evolution_schemas import EvolveBudget, EvolveConfig
 from worldsmith.core.runs import RunDir
 from worldsmith.core.store import read_model, write_model
 from worldsmith.evolution.truth import TruthScore
-
 from worldsmith.evolution.workspace.graph import ExplorationGraph
 from worldsmith.evolution.workspace.render import (
     FindingRow,
@@ -208,16 +207,16 @@ def evolve_report(run_dir: Path, request: EvolveRequest, s: EvolveSummary) -> st
              f"| director rounds | {s.steps} | {b.steps} |", f"| nodes | {s.nodes} | {b.max_nodes} |",
              f"| max depth | {s.max_depth} | {b.max_depth} |", f"| tokens | {s.tokens} | {b.max_tokens} |",
              f"| review rounds per node | | {b.review_rounds} |", "",
-             f"Stopped: {s.stop or 'not yet (resume with --resume)'}. Tokens per verified finding: "
-             f"{s.tokens_per_verified if s.tokens_per_verified is not None else 'n/a (none verified)'}.", ""]
+             (f"Stopped: {s.stop or 'not yet (resume with --resume)'}. Tokens per verified finding: "
+             f"{s.tokens_per_verified if s.tokens_per_verified is not None else 'n/a (none verified)'}."), ""]
     if s.truth is not None:
         t = s.truth
         prec = f"{t.precision:.0%}" if t.precision is not None else "n/a"
         rec = f"{t.recall:.0%}" if t.recall is not None else "n/a"
         lines += ["## Against the world's canonical truth", "",
-                  f"Precision {prec} ({t.correct} correct, {t.wrong} wrong, {t.unchecked} unchecked of "
+                  (f"Precision {prec} ({t.correct} correct, {t.wrong} wrong, {t.unchecked} unchecked of "
                   f"{t.checked + t.unchecked} verified findings); recall {rec} ({len(t.rediscovered)} of {t.planted} "
-                  f"planted effects: {', '.join(t.rediscovered) or 'none'}).", "",
+                  f"planted effects: {', '.join(t.rediscovered) or 'none'})."), "",
                   "| finding | verdict | matched | reason |", "|---|---|---|---|",
                   *[f"| {m.finding} | {m.verdict} | {m.matched or '—'} | {m.reason} |" for m in t.matches], ""]
     if s.notes:

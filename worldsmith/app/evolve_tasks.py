@@ -22,16 +22,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from worldsmith.agents.criterion_validator import validate_criteria
 from worldsmith.agents.executor import execute
 from worldsmith.agents.rubric_generator import generate_rubric
 from worldsmith.agents.task_writer import write_answer_spec
 from worldsmith.agents.validator import SAME_NUMBER
-from worldsmith.agents.criterion_validator import validate_criteria
 from worldsmith.core.answer_spec import render_answer_spec
-from worldsmith.core.claim_numbers import parse_results
 from worldsmith.core.evolution_schemas import EvidenceCard, ExecutionResult, GoalPackage
-from worldsmith.core.schemas import (AnswerSpec, DeliverableSpec, Difficulty, Provenance, Task, Tolerance,
-                                     Trajectory)
+from worldsmith.core.schemas import (
+    AnswerSpec,
+    DeliverableSpec,
+    Difficulty,
+    Provenance,
+    Task,
+    Tolerance,
+    Trajectory,
+)
 from worldsmith.core.store import append_jsonl, atomic_write_text, read_model
 from worldsmith.core.taskpkg import TaskCollection, workspace_ref
 from worldsmith.core.workspace_types import Node, script_name

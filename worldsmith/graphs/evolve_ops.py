@@ -44,7 +44,13 @@ from worldsmith.evolution.modes import (
     split_objective,
     verified_findings,
 )
-from worldsmith.evolution.workspace import GENERATED, SOURCES, WorkspaceStore, release, workspace_root
+from worldsmith.evolution.workspace import (
+    GENERATED,
+    SOURCES,
+    WorkspaceStore,
+    release,
+    workspace_root,
+)
 from worldsmith.memory import RunMemory, memory_path
 
 NODES_DIR = "nodes"
@@ -127,9 +133,9 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
         tokens += tokens_of(got.calls)
         if got.value is None:
             return [], tokens, errors + [f"proposer: {e}" for e in got.errors[-2:]]
-        items.append(dict(parents=parents, mode="compose", question=decision.objective,
-                             depends_on=decision.sources[0], work_mode="joint analysis",
-                             goal=got.value.model_dump(mode="json"), context="", retrieved=[]))
+        items.append({"parents": parents, "mode": "compose", "question": decision.objective,
+                             "depends_on": decision.sources[0], "work_mode": "joint analysis",
+                             "goal": got.value.model_dump(mode="json"), "context": "", "retrieved": []})
         return items, tokens, errors
     parent = int(decision.parent)
     files = [a.path for a in prof.workspace.artifacts]
@@ -149,9 +155,9 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
             if d.mode == "search":
                 context, retrieved = await search_context(memory, q, web=OfflineWebSearch() if not cfg.web_search
                                                           else _web_search())
-            items.append(dict(parents=[parent], mode=d.mode, question=q, depends_on=d.depends_on,
-                                 work_mode=d.work_mode, goal=got.value.model_dump(mode="json"), context=context,
-                                 retrieved=retrieved))
+            items.append({"parents": [parent], "mode": d.mode, "question": q, "depends_on": d.depends_on,
+                                 "work_mode": d.work_mode, "goal": got.value.model_dump(mode="json"), "context": context,
+                                 "retrieved": retrieved})
     return items, tokens, errors
 
 
