@@ -134,3 +134,20 @@ async def test_resume_after_a_kill_mid_round_makes_no_duplicate_nodes(tmp_path: 
     events = [e["event"] for e in run.events()]
     assert events.count("run_resumed") == 1 and events[-1] == "run_finished"
     assert summary.nodes == 3 and summary.verified == 3
+
+
+async def test_ask_routes_a_folder_and_a_task_count_to_evolution(tmp_path: Path) -> None:
+    from worldsmith.agents.router import heuristic_intent
+    from worldsmith.app.actions import dispatch
+    from worldsmith.graphs.router import make_plan
+
+    data = make_data(tmp_path / "data")
+    intent = heuristic_intent(f"make 2 tasks by exploring {data}")
+    assert (intent.action, intent.count, intent.files) == ("make_tasks", 2, [str(data)])
+    plan = make_plan(intent, None)
+    assert plan["runnable"] and plan["command"] == f"worldsmith evolve {data} --steps 2 --max-nodes 2 --tasks 2"
+    player = Player([("expand", [("deepen", QUESTIONS[0]), ("deepen", QUESTIONS[1])])])
+    _, rt = scripted_runtime(tmp_path, player)
+    result = await dispatch(intent, plan, rt)
+    assert result["status"] == "ok" and result["verified_findings"] == 2 and len(result["tasks"]) == 2
+    assert Path(result["report"]).is_file() and Path(result["tasks_dir"], "index.jsonl").is_file()

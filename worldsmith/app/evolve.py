@@ -153,6 +153,23 @@ async def run_evolution(rt: GraphRuntime, data_dir: str | os.PathLike[str] | Non
     return run, summary
 
 
+async def evolve_request(rt: GraphRuntime, folder: Path, *, tasks: int) -> dict[str, Any]:
+    """What `worldsmith ask "explore ./data and make 20 tasks"` runs: evolution sized for the request, then
+    backward synthesis of up to ``tasks`` tasks."""
+    from worldsmith.app.evolve_tasks import synthesize_tasks
+    from worldsmith.graphs.router import evolution_budget
+    from worldsmith.graphs.runtime import emit
+
+    steps, nodes = evolution_budget(tasks)
+    cfg = EvolveConfig(budget=EvolveBudget(steps=steps, max_nodes=nodes))
+    run, summary = await run_evolution(rt, folder, config=cfg, on_event=emit)
+    made = await synthesize_tasks(rt, run.path, n=tasks, on_event=emit)
+    written = [o.task_id for o in made.outcomes if o.status == "written"]
+    return {"status": "ok" if written else "failed", "run_dir": str(run.path), "tasks_dir": made.tasks_dir,
+            "report": str(run.path / "report.md"), "tasks": written, "verified_findings": summary.verified,
+            "dropped": [f"node {o.node}: {o.reason}" for o in made.outcomes if o.status == "dropped"]}
+
+
 # --------------------------------------------------------------------------------------------- the report
 
 
