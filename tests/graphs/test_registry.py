@@ -23,7 +23,7 @@ def test_every_graph_builds_by_name(scripted, default_runtime_factory) -> None:
     for name in names():
         graph = build(name)
         assert graph.name == name and hasattr(graph, "ainvoke")
-    with pytest.raises(KeyError, match="unknown graph 'nope'; available: analyst, router, world"):
+    with pytest.raises(KeyError, match="unknown graph 'nope'; available: analyst, evolve, router, world"):
         build("nope")
 
 

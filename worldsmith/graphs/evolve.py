@@ -143,7 +143,7 @@ def build_evolve_graph(checkpointer: Any = None) -> Any:
     g.add_edge("setup", "plan")
     g.add_conditional_edges("plan", _after_plan, ["branch", "plan", END])
     g.add_edge("branch", "plan")
-    return g.compile(checkpointer=checkpointer)
+    return g.compile(checkpointer=checkpointer, name="evolve")
 
 
 def recursion_limit(cfg: EvolveConfig) -> int:
