@@ -56,8 +56,11 @@ def make_data(root: Path) -> Path:
 class Player:
     """Answers each agent's prompt; `rounds` scripts the director."""
 
-    def __init__(self, rounds: list[tuple[str, Any]]) -> None:
+    def __init__(self, rounds: list[tuple[str, Any]], script: str | None = None,
+                 conclude: Any = None) -> None:
+        """`script` (formatted with a unique `tag`) and `conclude(stdout) -> conclusion` replace the sales ones."""
         self.rounds = list(rounds)
+        self.script, self.conclude = script or SCRIPT, conclude
         self.judged: dict[str, int] = {}
         self.round = 0
 
@@ -79,12 +82,13 @@ class Player:
             return {"goal": f"{question} Use sales.csv.", "depends_on": ids, "context_summary": ""}
         if "You are a data analyst" in system:
             if "The script ran. Its output" in user:
-                return {"observations": ["totals printed"], "methodology": "sum and mean",
-                        "conclusion": "The total amount is 150.0 and the mean amount is 30.0."}
+                conclusion = (self.conclude(user) if self.conclude else
+                              "The total amount is 150.0 and the mean amount is 30.0.")
+                return {"observations": ["numbers printed"], "methodology": "one script", "conclusion": conclusion}
             if "The folder `data/` holds the files" in user:  # a dual-evidence solver run of a report task
                 return f"<think>sum</think>\n<code>\n{SOLVER_SCRIPT}</code>"
             tag = uuid.uuid4().hex[:6]
-            return f"<think>sum</think>\n<code>\n{SCRIPT.format(tag=tag)}</code>"
+            return f"<think>sum</think>\n<code>\n{self.script.format(tag=tag)}</code>"
         if "sceptical but fair reviewer" in system:
             return self.judge(req.text, user)
         if "exact specification of one number" in system:

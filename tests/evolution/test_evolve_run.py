@@ -151,3 +151,34 @@ async def test_ask_routes_a_folder_and_a_task_count_to_evolution(tmp_path: Path)
     result = await dispatch(intent, plan, rt)
     assert result["status"] == "ok" and result["verified_findings"] == 2 and len(result["tasks"]) == 2
     assert Path(result["report"]).is_file() and Path(result["tasks_dir"], "index.jsonl").is_file()
+
+
+WORLD_SCRIPT = ("import pandas as pd\ndf = pd.read_csv('orders_2023.csv')\n"
+                "print(f\"RESULT corr = {{df.discount_pct.corr(df.amount):.3f}}\")\n")
+
+
+def world_conclusion(report_prompt: str) -> str:
+    import re
+
+    corr = re.search(r"RESULT corr = (\S+)", report_prompt).group(1)
+    return f"Order amount falls as discount_pct rises (correlation {corr})."
+
+
+async def test_a_world_folder_evolves_its_data_room_and_is_scored_against_its_truth(tmp_path: Path) -> None:
+    from worldsmith.evolution.worlds import build_world, load_template
+
+    world = tmp_path / "world"
+    build_world(load_template("commercial_growth", rows=1000), seed=3, out_dir=world, produced_by="test")
+    player = Player([("expand", [("deepen", "Does the discount lower the order amount?")])], script=WORLD_SCRIPT,
+                    conclude=world_conclusion)
+    _, rt = scripted_runtime(tmp_path, player)
+    run, summary = await run_evolution(rt, world, config=config(1), out=tmp_path / "run")
+    from worldsmith.evolution.workspace import WorkspaceStore, workspace_root
+
+    root = WorkspaceStore(workspace_root(run.path)).manifest(1).files
+    assert "sources/orders_2023.csv" in root and not any("contract" in p or ".truth" in p for p in root)
+    t = summary.truth
+    assert summary.verified == 1 and (t.correct, t.wrong, t.precision) == (1, 0, 1.0)
+    assert t.rediscovered == ["discount_pct->amount"] and t.planted > 1
+    report = (run.path / "report.md").read_text()
+    assert "## Against the world's canonical truth" in report and "Precision 100%" in report

@@ -6,8 +6,8 @@ A finding is checked against
   tolerance of the canonical value (a fraction written as a percent counts): correct, and the phenomenon counts as
   rediscovered;
 - a planted edge when it names the edge's target and one of its sources: correct when it states no direction, or
-  the edge's direction (more/higher/increases vs less/lower/decreases), and the edge counts as rediscovered when
-  it states that direction; wrong when it states the opposite direction.
+  the edge's direction (see :func:`direction`), and the edge counts as rediscovered when it states that
+  direction; wrong when it states the opposite direction (or any direction for an edge with none).
 Anything else is unchecked: the matcher does not guess, and precision is over the checked findings only (the
 report says how many were unchecked). A finding that names a phenomenon's measure and a number but misses its
 value is not called wrong either: it may be another quantity on the same measure.
@@ -81,9 +81,15 @@ def _mentions(text: str, variable: str) -> bool:
 
 
 def direction(text: str) -> int:
-    """+1 when the statement says up (and not down), -1 for down (and not up), else 0."""
-    up, down = bool(_UP.search(text)), bool(_DOWN.search(text))
-    return 1 if up and not down else -1 if down and not up else 0
+    """The relation's sign a statement states: one variable up and the other down ('falls as X rises', 'higher
+    discount, lower amount') or a single down word ('amount drops with discount') is -1; only up words, or two
+    or more down words ('lower X, lower Y'), is +1; no direction word is 0."""
+    up, down = len(_UP.findall(text)), len(_DOWN.findall(text))
+    if up and down:
+        return -1
+    if down:
+        return -1 if down == 1 else 1
+    return 1 if up else 0
 
 
 def _near(value: float, numbers: list[float], p: PlantedPhenomenon) -> bool:
@@ -101,9 +107,12 @@ def match_finding(finding_id: str, statement: str, sheet: TruthSheet) -> TruthMa
     for e in sheet.edges:
         if not (_mentions(statement, e.target) and any(_mentions(statement, s) for s in e.sources)):
             continue
-        if said == 0 or e.sign == 0:
+        if said == 0:
             return TruthMatch(finding=finding_id, verdict="correct", matched=None,
                               reason=f"names the planted relation {e.id} without a direction to check")
+        if e.sign == 0:  # a level effect (categories, seasons) has no single direction to state
+            return TruthMatch(finding=finding_id, verdict="correct", matched=None,
+                              reason=f"names the planted relation {e.id}, which has no single direction")
         if said == e.sign:
             return TruthMatch(finding=finding_id, verdict="correct", matched=e.id,
                               reason=f"states the direction of {e.id}")
