@@ -95,8 +95,9 @@ def _evolution_plan(intent: Intent, files: list[str], missing: list[str]) -> Pla
     steps, nodes = evolution_budget(n)
     return Plan(runnable=not missing, missing=missing,
                 command=f"worldsmith evolve {shlex.quote(folder)} --steps {steps} --max-nodes {nodes} --tasks {n}",
-                steps=[f"profile the files of {folder}", f"evolve it for up to {steps} rounds ({nodes} nodes): "
-                       "director → proposer → executor ⇄ validator, verified findings only",
+                steps=[f"profile the files of {folder}", (f"evolve it for up to {steps} rounds ({nodes} nodes): "
+                                                          "director → proposer → executor ⇄ validator, verified "
+                                                          "findings only"),
                        f"synthesise up to {n} tasks backward from shallow and deep findings, with validated rubrics"])
 
 
