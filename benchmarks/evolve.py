@@ -30,15 +30,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from tests.evolution.evolve_kit import Player, make_data  # noqa: E402
-from tests.fakes.fake_openai import FakeOpenAI  # noqa: E402
-from worldsmith.app.evolve import run_evolution  # noqa: E402
-from worldsmith.core.config import Settings  # noqa: E402
-from worldsmith.core.evolution_schemas import EvolveBudget, EvolveConfig  # noqa: E402
-from worldsmith.core.sandbox_config import SandboxConfig  # noqa: E402
-from worldsmith.graphs.runtime import GraphRuntime  # noqa: E402
-from worldsmith.llm import LLM, LLMConfig  # noqa: E402
-from worldsmith.llm.providers.scripted import ScriptedRequest  # noqa: E402
+from tests.evolution.evolve_kit import Player, make_data
+from tests.fakes.fake_openai import FakeOpenAI
+from worldsmith.app.evolve import run_evolution
+from worldsmith.core.config import Settings
+from worldsmith.core.evolution_schemas import EvolveBudget, EvolveConfig
+from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.llm import LLM, LLMConfig
+from worldsmith.llm.providers.scripted import ScriptedRequest
 
 QUESTIONS = [
     "Which region has the largest total amount?", "How many units does each sale carry on average?",

@@ -12,7 +12,12 @@ from worldsmith.core.evolution_schemas import (
     RubricValidation,
 )
 from worldsmith.core.workspace_types import Node
-from worldsmith.evolution.modes import OfflineWebSearch, node_of, node_records, split_objective
+from worldsmith.evolution.modes import (
+    OfflineWebSearch,
+    node_of,
+    node_records,
+    split_objective,
+)
 from worldsmith.evolution.synthesis import (
     choose_deliverable,
     instruction,
