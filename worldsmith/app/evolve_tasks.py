@@ -185,6 +185,8 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
     files = await asyncio.to_thread(syn.export_root, store, root.id, root_dir)
     ref = await asyncio.to_thread(workspace_ref, root_dir, files)
     coll = TaskCollection(tasks_dir)
+    kept_file = tasks_dir / "trajectories.jsonl"
+    kept_file.unlink(missing_ok=True)  # a re-synthesis re-samples every task: no stale or doubled trajectories
     outcomes: list[TaskOutcome] = []
     for i, node in enumerate(syn.pick_targets(nodes, n)):
         path = await asyncio.to_thread(store.graph.path_to_root, node.id)
@@ -222,7 +224,7 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
                                             "requirements": [f"{r.kind}: {r.text}" for r in reqs]}})
         await asyncio.to_thread(coll.add, task, files_root=root_dir, solution_code=made["solution"],
                                 group=ref.content_hash, overwrite=True)
-        passed, scores = (await rejection_sample(rt, coll, task, samples, tasks_dir / "trajectories.jsonl")
+        passed, scores = (await rejection_sample(rt, coll, task, samples, kept_file)
                           if samples else (0, []))
         if samples:
             task = task.model_copy(update={"difficulty": task.difficulty.model_copy(update={

@@ -52,6 +52,7 @@ from worldsmith.evolution.workspace import (
     workspace_root,
 )
 from worldsmith.memory import RunMemory, memory_path
+from worldsmith.tools.sandbox.base import SandboxError, SandboxUnavailable
 
 NODES_DIR = "nodes"
 WORK_DIR = "work"
@@ -237,7 +238,12 @@ async def run_node(llm: Any, store: WorkspaceStore, sandbox: Any, cfg: EvolveCon
         return await validate(llm, result, executed, workdir=staging, inputs=inputs, sandbox=sandbox,
                               timeout_s=cfg.timeout_s)
 
-    reviewed = await review_loop(run_round, check, workdir, max_rounds=cfg.budget.review_rounds)
+    try:
+        reviewed = await review_loop(run_round, check, workdir, max_rounds=cfg.budget.review_rounds)
+    except SandboxUnavailable:
+        raise  # no node can run: stop the run with the sandbox's own message
+    except SandboxError as exc:  # this node's session broke (a crash, a closed worker): the node failed, not the run
+        reviewed = Outcome(None, errors=[f"sandbox: {exc}"])
     review, tokens = reviewed.value, tokens_of(reviewed.calls)
     error = None
     if review is not None and review.accepted and review.result is not None and review.verdict is not None:
