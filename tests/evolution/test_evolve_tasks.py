@@ -99,3 +99,22 @@ async def test_rejection_sampling_keeps_passing_teacher_trajectories_with_scores
     assert summary.pass_rate_by_depth == {1: 1.0, 2: 1.0, 3: 1.0}
     task = TaskCollection(run_dir / "tasks").read(summary.outcomes[0].task_id)
     assert task.difficulty.pass_rate == 1.0 and task.difficulty.n_attempts == 2
+
+
+async def test_packages_load_with_harbors_models_and_lint_clean(evolved) -> None:
+    root = Path(__file__).resolve().parents[2]
+    harbor_python = root / ".venv-harbor" / "bin" / "python"  # made by scripts/setup.sh --dev
+    if not harbor_python.is_file():
+        pytest.skip(f"no Harbor venv at {harbor_python}: run scripts/setup.sh --dev (needs Python >= 3.12)")
+    _, rt, run_dir = evolved
+    summary = await synthesize_tasks(rt, run_dir, n=3, samples=0)
+    packages = [run_dir / "tasks" / "tasks" / o.task_id for o in summary.outcomes if o.status == "written"]
+    host_env = {k: v for k, v in os.environ.items() if not k.startswith("WORLDSMITH_")}
+    r = await asyncio.to_thread(subprocess.run, [str(harbor_python), str(root / "tests" / "harbor" / "harbor_check.py"),
+                                                 *map(str, packages)], capture_output=True, text=True, timeout=300,
+                                env=host_env, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout)
+    for pkg in packages:
+        got = report[str(pkg.resolve())]
+        assert got["errors"] == [] and got["valid"] and got["lint"] == [], (pkg.name, got)
