@@ -183,6 +183,8 @@ class EvolveSummary(BaseModel):
     steps: int
     tokens: int
     tokens_per_verified: float | None
+    review_rounds: int = Field(0, description="executor → validator rounds run over all nodes")
+    max_review_rounds: int = Field(0, description="the most rounds one node took")
     budget: EvolveBudget
     stop: str | None
     notes: list[str] = Field(default_factory=list)
@@ -198,6 +200,9 @@ def summarize(run_dir: Path, request: EvolveRequest, final: dict[str, Any]) -> E
     nodes = [n for n in graph.nodes() if n.mode != "root"]
     verified = [n for n in nodes if n.verified and n.conclusion.strip()]
     tokens = int(final.get("tokens", 0))
+    from worldsmith.graphs.evolve_ops import read_node_run
+
+    rounds = [len(r.review.rounds) for n in nodes if (r := read_node_run(run_dir, n.id)) is not None and r.review]
     truth = None
     if request.world_dir:
         truth = score_findings([(n.finding().id, n.conclusion) for n in verified], truth_sheet(request.world_dir))
@@ -205,6 +210,7 @@ def summarize(run_dir: Path, request: EvolveRequest, final: dict[str, Any]) -> E
                          by_mode=dict(Counter(n.mode for n in nodes)), max_depth=max([0, *(n.depth for n in nodes)]),
                          steps=int(final.get("step", 0)), tokens=tokens,
                          tokens_per_verified=round(tokens / len(verified), 1) if verified else None,
+                         review_rounds=sum(rounds), max_review_rounds=max(rounds, default=0),
                          budget=request.config.budget, stop=final.get("stop"), notes=list(final.get("notes", [])),
                          truth=truth)
 
@@ -223,7 +229,8 @@ def evolve_report(run_dir: Path, request: EvolveRequest, s: EvolveSummary) -> st
              "## Budget used", "", "| | used | limit |", "|---|---|---|",
              f"| director rounds | {s.steps} | {b.steps} |", f"| nodes | {s.nodes} | {b.max_nodes} |",
              f"| max depth | {s.max_depth} | {b.max_depth} |", f"| tokens | {s.tokens} | {b.max_tokens} |",
-             f"| review rounds per node | | {b.review_rounds} |", "",
+             (f"| review rounds per node (most used; {s.review_rounds} in all) | {s.max_review_rounds} "
+              f"| {b.review_rounds} |"), "",
              (f"Stopped: {s.stop or 'not yet (resume with --resume)'}. Tokens per verified finding: "
              f"{s.tokens_per_verified if s.tokens_per_verified is not None else 'n/a (none verified)'}."), ""]
     if s.truth is not None:
