@@ -102,6 +102,19 @@ def resolve_data(path: str | os.PathLike[str]) -> tuple[Path, Path | None]:
     return path, None
 
 
+#: The default sample workspace: a world's data room (multi-file, defects, memos) with known truth.
+SAMPLE_DOMAIN, SAMPLE_ROWS, SAMPLE_SEED = "commercial_growth", 2000, 0
+
+
+def sample_world(runs_dir: str | os.PathLike[str], domain: str = SAMPLE_DOMAIN) -> Path:
+    """Build (or reuse: same contract and seed give the same files) the sample world under ``RUNS/sample-worlds``."""
+    from worldsmith.evolution.worlds import build_world, load_template
+
+    out = Path(runs_dir) / "sample-worlds" / f"{domain}-s{SAMPLE_SEED}"
+    build_world(load_template(domain, rows=SAMPLE_ROWS), seed=SAMPLE_SEED, out_dir=out, produced_by=f"sample:{domain}")
+    return out
+
+
 async def run_evolution(rt: GraphRuntime, data_dir: str | os.PathLike[str] | None = None, *,
                         config: EvolveConfig | None = None, resume: str | os.PathLike[str] | None = None,
                         out: str | os.PathLike[str] | None = None,

@@ -2,6 +2,7 @@
 
     worldsmith evolve DATA_DIR [--steps N --max-depth D ...]   evolve a folder (a world folder: its data room,
                                                                scored against the world's truth)
+    worldsmith evolve --sample commercial_growth               the sample workspace: a world's data room
     worldsmith evolve --resume RUN                             continue a killed run where it stopped
     worldsmith evolve tasks RUN [--n N --samples S]            backward task synthesis from a run
     worldsmith evolve show RUN [--out graph.png] [--json]      draw the exploration graph, list verified findings
@@ -40,7 +41,7 @@ class DefaultCommandGroup(TyperGroup):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         first = args[0] if args else ""
         if args and first not in self.commands and DEFAULT_COMMAND in self.commands and (
-                not first.startswith("-") or first.split("=")[0] == "--resume"):
+                not first.startswith("-") or first.split("=")[0] in ("--resume", "--sample")):
             args = [DEFAULT_COMMAND, *args]
         return super().parse_args(ctx, args)
 
@@ -117,6 +118,9 @@ def run_cmd(
     tasks: Annotated[int, typer.Option(help="Then synthesise up to this many tasks (0: none).")] = 0,
     samples: Annotated[int, typer.Option(help="Teacher trajectories per task for rejection sampling.")] = 2,
     resume: Annotated[Path | None, typer.Option(help="Continue the run in this run directory.")] = None,
+    sample: Annotated[str | None, typer.Option(help="Evolve the sample workspace instead: a world's data room built "
+                                                    "from this domain's template (e.g. commercial_growth), scored "
+                                                    "against its truth.")] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory to create (default: a stamped one under runs/).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
 ) -> None:
@@ -129,8 +133,8 @@ def run_cmd(
     from worldsmith.core.store import ArtifactError
     from worldsmith.llm import LLMError
 
-    if (data_dir is None) == (resume is None):
-        fail("give the data folder DATA_DIR, or --resume RUN (not both)", code=EXIT_USAGE)
+    if sum(x is not None for x in (data_dir, resume, sample)) != 1:
+        fail("give the data folder DATA_DIR, --sample DOMAIN or --resume RUN (exactly one)", code=EXIT_USAGE)
     for label, folder in (("data folder", data_dir), ("run directory", resume), ("documents folder", docs)):
         if folder is not None and not folder.is_dir():
             fail(f"{folder}: no such {label}", code=EXIT_USAGE)
@@ -144,11 +148,16 @@ def run_cmd(
 
     async def go() -> tuple:
         rt = runtime()
-        run, summary = await run_evolution(rt, data_dir, config=config, resume=resume, out=out, on_event=printer)
+        folder = data_dir
+        if sample is not None:
+            from worldsmith.app.evolve import sample_world
+
+            folder = await asyncio.to_thread(sample_world, rt.settings.runs_dir, sample)
+        run, summary = await run_evolution(rt, folder, config=config, resume=resume, out=out, on_event=printer)
         made = await synthesize_tasks(rt, run.path, n=tasks, samples=samples, on_event=printer) if tasks else None
         return run, summary, made
 
-    with friendly_errors(LLMError, ValueError, OSError, ArtifactError):
+    with friendly_errors(LLMError, ValueError, OSError, ArtifactError, KeyError):
         run, summary, made = asyncio.run(go())
     if json_out:
         emit_json({"run_dir": str(run.path), "summary": summary.model_dump(mode="json"),
