@@ -182,3 +182,53 @@ async def test_a_world_folder_evolves_its_data_room_and_is_scored_against_its_tr
     assert t.rediscovered == ["discount_pct->amount"] and t.planted > 1
     report = (run.path / "report.md").read_text()
     assert "## Against the world's canonical truth" in report and "Precision 100%" in report
+
+
+_KILLED_RUN = """
+import asyncio, sys
+from pathlib import Path
+from tests.evolution.evolve_kit import Player, make_data, scripted_runtime
+from tests.evolution.test_evolve_run import QUESTIONS, config
+from worldsmith.app.evolve import run_evolution
+
+tmp = Path(sys.argv[1])
+player = Player([("expand", [("deepen", QUESTIONS[0]), ("deepen", QUESTIONS[1])]), ("expand", [("deepen", QUESTIONS[2])])])
+_, rt = scripted_runtime(tmp / "child", player, delay_s=0.05)
+asyncio.run(run_evolution(rt, make_data(tmp / "data"), config=config(2, concurrency=1), out=tmp / "run"))
+"""
+
+
+async def test_resume_after_sigkill_of_the_process(tmp_path: Path) -> None:
+    """A hard kill (no cleanup at all) mid-round: the checkpoint and the store are enough to finish the run."""
+    import asyncio
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from worldsmith.evolution.workspace.graph import ExplorationGraph
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(tmp_path)], cwd=root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = tmp_path / "run" / "workspace" / "graph.sqlite"
+    try:
+        for _ in range(2400):
+            await asyncio.sleep(0.05)
+            if db.is_file() and any(n.id == 3 and n.status == "running" for n in ExplorationGraph(db).nodes()):
+                break
+        else:
+            pytest.fail("node 3 never started")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(proc.wait)
+    assert {n.id: n.status for n in ExplorationGraph(db).nodes()} == {1: "supported", 2: "supported", 3: "running"}
+
+    player = Player([("expand", [("deepen", QUESTIONS[2])])])  # the killed process had planned round 1 already
+    _, rt = scripted_runtime(tmp_path / "parent", player)
+    run, summary = await run_evolution(rt, resume=tmp_path / "run")
+    nodes = ExplorationGraph(db).nodes()
+    assert [(n.id, n.parents, n.status) for n in nodes] == [(1, [], "supported"), (2, [1], "supported"),
+                                                            (3, [1], "supported"), (4, [3], "supported")]
+    assert len({n.goal for n in nodes}) == 4 and player.round == 1 and summary.verified == 3
