@@ -210,7 +210,7 @@ async def test_resume_after_sigkill_of_the_process(tmp_path: Path) -> None:
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(tmp_path)], cwd=root, env=env,
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(tmp_path)], cwd=root, env=env,  # noqa: ASYNC220 (starts, never waits)
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     db = tmp_path / "run" / "workspace" / "graph.sqlite"
     try:
