@@ -227,7 +227,7 @@ async def test_resume_after_sigkill_of_the_process(tmp_path: Path) -> None:
 
     player = Player([("expand", [("deepen", QUESTIONS[2])])])  # the killed process had planned round 1 already
     _, rt = scripted_runtime(tmp_path / "parent", player)
-    run, summary = await run_evolution(rt, resume=tmp_path / "run")
+    _, summary = await run_evolution(rt, resume=tmp_path / "run")
     nodes = ExplorationGraph(db).nodes()
     assert [(n.id, n.parents, n.status) for n in nodes] == [(1, [], "supported"), (2, [1], "supported"),
                                                             (3, [1], "supported"), (4, [3], "supported")]
