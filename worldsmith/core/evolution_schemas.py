@@ -118,6 +118,17 @@ DirectorDecision = Annotated[Expansion | Composition, Field(discriminator="kind"
 class DirectorOutput(Model):
     decision: DirectorDecision
 
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_kind(cls, data: object) -> object:
+        """A decision without "kind" is read by its fields (small models drop the tag: its default makes the JSON
+        schema's grammar leave it out): "parent"/"directions" make an expansion, "sources" a composition."""
+        if isinstance(data, dict) and isinstance(data.get("decision"), dict) and "kind" not in data["decision"]:
+            d = data["decision"]
+            kind = "composition" if "sources" in d and "directions" not in d else "expansion"
+            return {**data, "decision": {**d, "kind": kind}}
+        return data
+
 
 # --------------------------------------------------------------------------------------------- proposer
 
