@@ -115,3 +115,11 @@ def test_ping_reports_answer(make_llm) -> None:
     r = ping(llm, "agent")
     assert (r.provider, r.model, r.correct, r.answer.greeting) == ("scripted", "unit-test-script", True, "hi there")
     assert r.completion_tokens > 0 and not r.repaired
+
+
+def test_a_json_string_with_raw_line_breaks_is_read() -> None:
+    """Small models write scripts into JSON strings with literal newlines; the value is unambiguous."""
+    from worldsmith.llm.structured import extract_json
+
+    assert extract_json('{"code": "import pandas as pd\nprint(1)"}') == {"code": "import pandas as pd\nprint(1)"}
+    assert extract_json('{"a": 1}') == {"a": 1}

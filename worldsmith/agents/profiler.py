@@ -6,6 +6,7 @@ is checked against the profiles: every artifact must be a profiled file, every r
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -29,11 +30,12 @@ def _file_of(ref: str, known: set[str]) -> str | None:
     hits = [p for p in known if ref == p or ref.startswith((p + ".", p + ":"))]
     if hits:
         return max(hits, key=len)
-    stems = {}
+    stems: dict[str, set[str]] = {}
     for p in known:
-        stems.setdefault(str(PurePosixPath(p).with_suffix("")), []).append(p)
+        base = re.split(r"[\[:]", p, maxsplit=1)[0]  # a sheet label 'crm.xlsx[crm]' is the file crm.xlsx
+        stems.setdefault(str(PurePosixPath(base).with_suffix("")), set()).add(base)
     hits = [s for s, files in stems.items() if len(files) == 1 and ref.startswith((s + ".", s + ":"))]
-    return stems[max(hits, key=len)][0] if hits else None
+    return next(iter(stems[max(hits, key=len)])) if hits else None
 
 
 def profile_problems(out: ProfilerOutput, known: set[str]) -> list[str]:
