@@ -31,7 +31,7 @@ def test_rules_queue_fallback_and_recording(make_llm) -> None:
     script: Script = llm.script("agent")
     script.on(r"2\s*\+\s*3", "5").on("weather", "sunny", role="judge", regex=False)
     script.queue("first", "second", role="agent").fallback(lambda req: f"echo:{req.last_user}")
-    ask = lambda text, role="agent": llm.complete([{"role": "user", "content": text}], role=role).text  # noqa: E731
+    ask = lambda text, role="agent": llm.complete([{"role": "user", "content": text}], role=role).text
     assert ask("what is 2+3") == "first"  # queue before rules
     assert ask("what is 2+3") == "second"
     assert ask("what is 2 + 3") == "5"
