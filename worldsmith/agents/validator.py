@@ -63,7 +63,8 @@ def reproduction_issues(result: ExecutionResult, rerun: ExecResult) -> list[str]
               if name not in printed or not SAME_NUMBER.numbers(value, printed[name])]
     issues += [f"the re-run printed RESULT {name} = {printed[name]}, which the result does not record"
                for name in printed if name not in result.numbers]
-    if bad := unbacked_numbers(result.conclusion, printed_numbers(rerun.stdout)):
+    # numbers the goal itself states (years, thresholds) may be repeated without being printed
+    if bad := unbacked_numbers(result.conclusion, printed_numbers(rerun.stdout) + printed_numbers(result.goal)):
         issues.append(f"the conclusion states {', '.join(bad)}, which the script does not print")
     return issues
 
@@ -128,7 +129,7 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
                      + ", ".join(f"{k} = {v}" for k, v in result.numbers.items()),
         check=plan.value.description, check_output=check_output)}],
         Judgement, role=role, templates=used, retries=retries, first_index=len(out.calls),
-        check=lambda j: judgement_problems(j, rerun.stdout + "\n" + check.stdout))
+        check=lambda j: judgement_problems(j, rerun.stdout + "\n" + check.stdout + "\n" + goal.goal))
     out.calls += judged.calls
     out.errors += judged.errors
     falsification = f"{plan.value.description}\n{check_output}"

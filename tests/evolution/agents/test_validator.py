@@ -178,3 +178,22 @@ async def test_review_loop_with_the_real_executor_and_validator(scripted_llm, da
     saved = ExecutionResult.model_validate_json((tmp_path / "node" / "execution_result.json").read_text())
     assert saved.conclusion == "South sold 70 in total."
     assert [c.index for c in out.calls] == list(range(8))
+
+
+def test_numbers_the_goal_states_may_be_repeated_but_no_others() -> None:
+    from worldsmith.agents.executor import ResultDraft, report_problems
+    from worldsmith.agents.validator import reproduction_issues
+    from worldsmith.tools.sandbox import ExecResult
+
+    goal = "How many orders were placed in 2023 and 2024 combined?"
+    stdout = "RESULT orders = 968\n"
+    draft = ResultDraft(observations=[], methodology="count", conclusion="In 2023 and 2024, 968 orders were placed.")
+    assert report_problems(draft, stdout, goal) == []
+    assert report_problems(draft, stdout) == ["the conclusion states 2023, 2024, which the script did not print; "
+                                              "use the printed numbers"]
+    result = ExecutionResult(node="1", status="completed", goal=goal, conclusion=draft.conclusion,
+                             numbers={"orders": 968.0})
+    assert reproduction_issues(result, ExecResult(stdout=stdout)) == []
+    wrong = result.model_copy(update={"conclusion": "In 2025, 968 orders were placed."})
+    assert reproduction_issues(wrong, ExecResult(stdout=stdout)) == [
+        "the conclusion states 2025, which the script does not print"]
