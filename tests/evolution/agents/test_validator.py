@@ -189,8 +189,8 @@ def test_numbers_the_goal_states_may_be_repeated_but_no_others() -> None:
     stdout = "RESULT orders = 968\n"
     draft = ResultDraft(observations=[], methodology="count", conclusion="In 2023 and 2024, 968 orders were placed.")
     assert report_problems(draft, stdout, goal) == []
-    assert report_problems(draft, stdout) == ["the conclusion states 2023, 2024, which the script did not print; "
-                                              "use the printed numbers"]
+    assert report_problems(draft, stdout) == [("the conclusion states 2023, 2024, which the script did not print; "
+                                               "use the printed numbers")]
     result = ExecutionResult(node="1", status="completed", goal=goal, conclusion=draft.conclusion,
                              numbers={"orders": 968.0})
     assert reproduction_issues(result, ExecResult(stdout=stdout)) == []
