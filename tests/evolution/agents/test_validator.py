@@ -197,3 +197,17 @@ def test_numbers_the_goal_states_may_be_repeated_but_no_others() -> None:
     wrong = result.model_copy(update={"conclusion": "In 2025, 968 orders were placed."})
     assert reproduction_issues(wrong, ExecResult(stdout=stdout)) == [
         "the conclusion states 2025, which the script does not print"]
+
+
+async def test_a_check_that_does_not_run_is_asked_again_once(scripted_llm, data: Path, tmp_path: Path,
+                                                              sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
+    broken = {"description": "the largest sale", "code": "import pandas as pd\nprint(f'RESULT x = {"}
+    script.queue(broken, CHECK, {"verdict": "supported", "ground_truth": "South sold 70 in total."})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "supported" and "RESULT largest = 50" in out.value.falsification
+    assert "Your check did not run" in script.requests[1].last_user  # the error went back with the retry
+    assert "RESULT largest = 50" in script.requests[2].text  # the judge saw the working check
+    assert len(out.calls) == 3 and out.errors[0].startswith("falsification check 1 did not run")
