@@ -132,11 +132,12 @@ class Player:
                 "</answer>")
 
     def judge(self, text: str, user: str) -> Any:
-        goal = re.search(r"Goal: (.*)", user).group(1)
-        if "Propose one alternative check" in user:
+        if "Propose one alternative check" in user or "Your check did not run" in user:
+            data = "orders_2023.csv" if "orders_2023.csv" in text else "sales.csv"
             return {"description": "the median instead of the mean",
-                    "code": "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                    "code": f"import pandas as pd\ndf = pd.read_csv('{data}')\n"
                             "print(f'RESULT median = {df.amount.median()}')"}
+        goal = re.search(r"Goal: (.*)", user).group(1)
         claim = re.search(r"Claim: (.*)", user).group(1)
         n = self.judged[goal] = self.judged.get(goal, 0) + 1
         if "REJECT" in goal or ("RETRY" in goal and n == 1):
