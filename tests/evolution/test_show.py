@@ -102,4 +102,5 @@ def test_a_first_word_that_is_no_subcommand_goes_to_run() -> None:
     assert runner.invoke(demo, ["run", "./other"]).exit_code == 0
     assert runner.invoke(demo, ["show", "RUN"]).exit_code == 0
     assert seen == ["run ./data 3", "run ./other 1", "show RUN"]
-    assert runner.invoke(app, ["evolve", "./data"]).exit_code == 2  # no `run` command yet: a usage error
+    missing = runner.invoke(app, ["evolve", str(Path("no-such-data-folder"))])
+    assert missing.exit_code == 2 and "no such data folder" in missing.output  # routed to `run`, which checks it

@@ -19,11 +19,11 @@ def test_every_graph_builds_by_name(scripted, default_runtime_factory) -> None:
     _, make_rt = scripted
     rt = make_rt()
     default_runtime_factory(lambda: rt)
-    assert names() == ["analyst", "router", "world"]
+    assert names() == ["analyst", "evolve", "router", "world"]
     for name in names():
         graph = build(name)
         assert graph.name == name and hasattr(graph, "ainvoke")
-    with pytest.raises(KeyError, match="unknown graph 'nope'; available: analyst, router, world"):
+    with pytest.raises(KeyError, match="unknown graph 'nope'; available: analyst, evolve, router, world"):
         build("nope")
 
 

@@ -38,7 +38,11 @@ def test_plans_say_precisely_what_is_missing(tmp_path: Path) -> None:
     train = make_plan(heuristic_intent("train on last night's tasks"), None)
     assert not train["runnable"] and "not available" in train["missing"][0]
     own_files = make_plan(heuristic_intent(f"make 30 hard tasks about churn from {tmp_path}"), None)
-    assert not own_files["runnable"] and "workspace evolution" in own_files["missing"][0]
+    assert own_files["runnable"] and own_files["command"].startswith(f"worldsmith evolve {tmp_path} ")
+    assert "--tasks 30" in own_files["command"] and "workspace" not in " ".join(own_files["missing"])
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    one_file = make_plan(heuristic_intent(f"make 3 tasks from {tmp_path / 'x.csv'}"), None)
+    assert not one_file["runnable"] and "name the folder" in one_file["missing"][0]
     ok = make_plan(heuristic_intent("make 5 tasks about pricing"), None)
     assert ok["runnable"] and "--max-tasks 5" in ok["command"]
     assert "--topic pricing" in ok["command"]

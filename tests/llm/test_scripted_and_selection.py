@@ -31,7 +31,7 @@ def test_rules_queue_fallback_and_recording(make_llm) -> None:
     script: Script = llm.script("agent")
     script.on(r"2\s*\+\s*3", "5").on("weather", "sunny", role="judge", regex=False)
     script.queue("first", "second", role="agent").fallback(lambda req: f"echo:{req.last_user}")
-    ask = lambda text, role="agent": llm.complete([{"role": "user", "content": text}], role=role).text  # noqa: E731
+    ask = lambda text, role="agent": llm.complete([{"role": "user", "content": text}], role=role).text
     assert ask("what is 2+3") == "first"  # queue before rules
     assert ask("what is 2+3") == "second"
     assert ask("what is 2 + 3") == "5"
@@ -115,3 +115,11 @@ def test_ping_reports_answer(make_llm) -> None:
     r = ping(llm, "agent")
     assert (r.provider, r.model, r.correct, r.answer.greeting) == ("scripted", "unit-test-script", True, "hi there")
     assert r.completion_tokens > 0 and not r.repaired
+
+
+def test_a_json_string_with_raw_line_breaks_is_read() -> None:
+    """Small models write scripts into JSON strings with literal newlines; the value is unambiguous."""
+    from worldsmith.llm.structured import extract_json
+
+    assert extract_json('{"code": "import pandas as pd\nprint(1)"}') == {"code": "import pandas as pd\nprint(1)"}
+    assert extract_json('{"a": 1}') == {"a": 1}

@@ -52,8 +52,10 @@ async def run_script(code: str, inputs: list[Path], sandbox: SandboxConfig, work
         return await sb.run(code, timeout=timeout_s)
 
 
-def report_problems(draft: ResultDraft, stdout: str) -> list[str]:
-    bad = unbacked_numbers(draft.conclusion, printed_numbers(stdout))
+def report_problems(draft: ResultDraft, stdout: str, goal: str = "") -> list[str]:
+    """Numbers the conclusion states that the script did not print; numbers the goal itself states (years,
+    thresholds) may be repeated."""
+    bad = unbacked_numbers(draft.conclusion, printed_numbers(stdout) + printed_numbers(goal))
     return [f"the conclusion states {', '.join(bad)}, which the script did not print; use the printed numbers"] if bad else []
 
 
@@ -121,7 +123,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
         return _finish(out, result, workdir, log)
     messages.append({"role": "user", "content": t.section("report", stdout=run.stdout[-OBSERVATION_CHARS:])})
     report = await ask(llm, messages, ResultDraft, role=role, templates=used, retries=report_retries,
-                       check=lambda r: report_problems(r, run.stdout), first_index=len(out.calls))
+                       check=lambda r: report_problems(r, run.stdout, goal.goal), first_index=len(out.calls))
     out.calls += report.calls
     out.errors += report.errors
     numbers = parse_results(run.stdout)

@@ -6,6 +6,8 @@ is checked against the profiles: every artifact must be a profiled file, every r
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePosixPath
 from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
@@ -23,9 +25,17 @@ def profiled_files(files: FileProfiles) -> set[str]:
 
 
 def _file_of(ref: str, known: set[str]) -> str | None:
-    """The profiled file a 'file.column' reference names (the longest matching path), or None."""
+    """The profiled file a 'file.column' reference names (the longest matching path), or None. The file may be
+    named without its extension ('crm.customer_id' for crm.xlsx) when that names exactly one profiled file."""
     hits = [p for p in known if ref == p or ref.startswith((p + ".", p + ":"))]
-    return max(hits, key=len) if hits else None
+    if hits:
+        return max(hits, key=len)
+    stems: dict[str, set[str]] = {}
+    for p in known:
+        base = re.split(r"[\[:]", p, maxsplit=1)[0]  # a sheet label 'crm.xlsx[crm]' is the file crm.xlsx
+        stems.setdefault(str(PurePosixPath(base).with_suffix("")), set()).add(base)
+    hits = [s for s, files in stems.items() if len(files) == 1 and ref.startswith((s + ".", s + ":"))]
+    return next(iter(stems[max(hits, key=len)])) if hits else None
 
 
 def profile_problems(out: ProfilerOutput, known: set[str]) -> list[str]:

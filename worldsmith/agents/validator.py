@@ -4,8 +4,9 @@ alternative check, return supported / revised / unsupported.
 The deterministic part decides first and cannot be overruled: a script that fails on re-run, prints other
 numbers than `execution_result.json` records, or does not print a number the conclusion states makes the claim
 unsupported without asking the model. Only a reproduced claim goes to the model, which proposes one alternative
-check (run in the same fresh sandbox) and judges it. A model that gives no usable plan or judgement leaves the
-claim unsupported: an unchecked finding must not reach training data.
+check (run in the same fresh sandbox; a check that does not run goes back once with its error) and judges it.
+A model that gives no usable plan or judgement leaves the claim unsupported: an unchecked finding must not reach
+training data.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from worldsmith.tools.sandbox import ExecResult, open_sandbox
 TEMPLATE = "evolve_validator.md"
 #: re-run numbers must equal the recorded ones up to float noise (the same script on the same inputs)
 SAME_NUMBER = Tolerant(abs=1e-9, rel=1e-6)
+#: falsification checks tried when one does not run (a crash or syntax error is no evidence against the claim)
+CHECK_ATTEMPTS = 2
 
 
 class FalsificationPlan(BaseModel):
@@ -63,7 +66,8 @@ def reproduction_issues(result: ExecutionResult, rerun: ExecResult) -> list[str]
               if name not in printed or not SAME_NUMBER.numbers(value, printed[name])]
     issues += [f"the re-run printed RESULT {name} = {printed[name]}, which the result does not record"
                for name in printed if name not in result.numbers]
-    if bad := unbacked_numbers(result.conclusion, printed_numbers(rerun.stdout)):
+    # numbers the goal itself states (years, thresholds) may be repeated without being printed
+    if bad := unbacked_numbers(result.conclusion, printed_numbers(rerun.stdout) + printed_numbers(result.goal)):
         issues.append(f"the conclusion states {', '.join(bad)}, which the script does not print")
     return issues
 
@@ -109,18 +113,29 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
                    inputs: list[Path], role: str, retries: int, timeout_s: float | None) -> Outcome[Verdict]:
     t, used = template(TEMPLATE), versions(TEMPLATE)
     system = {"role": "system", "content": t.section("system")}
-    plan = await ask(llm, [system, {"role": "user", "content": t.section(
+    messages = [system, {"role": "user", "content": t.section(
         "plan user", goal=goal.goal, claim=result.conclusion, script=script,
-        stdout=rerun.stdout[-OBSERVATION_CHARS:], files=", ".join(p.name for p in inputs))}],
-        FalsificationPlan, role=role, templates=used, retries=retries)
-    out = Outcome[Verdict](None, calls=list(plan.calls), errors=list(plan.errors))
-    if plan.value is None:
-        out.value = Verdict(verdict="unsupported", reproduced=True,
-                            issues=["no falsification check could be obtained from the model: "
-                                    + "; ".join(plan.errors[-2:])])
-        return out
-    await sb.restart()  # the check starts from a clean interpreter, not the script's variables
-    check = await sb.run(plan.value.code, timeout=timeout_s)
+        stdout=rerun.stdout[-OBSERVATION_CHARS:], files=", ".join(p.name for p in inputs))}]
+    out = Outcome[Verdict](None)
+    for attempt in range(1, CHECK_ATTEMPTS + 1):
+        plan = await ask(llm, messages, FalsificationPlan, role=role, templates=used, retries=retries,
+                         first_index=len(out.calls))
+        out.calls += plan.calls
+        out.errors += plan.errors
+        if plan.value is None:
+            out.value = Verdict(verdict="unsupported", reproduced=True,
+                                issues=["no falsification check could be obtained from the model: "
+                                        + "; ".join(plan.errors[-2:])])
+            return out
+        await sb.restart()  # the check starts from a clean interpreter, not the script's variables
+        check = await sb.run(plan.value.code, timeout=timeout_s)
+        if check.ok or attempt == CHECK_ATTEMPTS:
+            break
+        # a check that does not run is no evidence either way: the model gets its error and one more try
+        failure = check.to_observation(1500)
+        out.errors.append(f"falsification check {attempt} did not run: {failure[:300]}")
+        messages = [*messages, {"role": "assistant", "content": plan.value.model_dump_json()},
+                    {"role": "user", "content": t.section("check failed", observation=failure)}]
     check_output = check.to_observation(OBSERVATION_CHARS)
     judged = await ask(llm, [system, {"role": "user", "content": t.section(
         "judge user", goal=goal.goal, claim=result.conclusion,
@@ -128,7 +143,7 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
                      + ", ".join(f"{k} = {v}" for k, v in result.numbers.items()),
         check=plan.value.description, check_output=check_output)}],
         Judgement, role=role, templates=used, retries=retries, first_index=len(out.calls),
-        check=lambda j: judgement_problems(j, rerun.stdout + "\n" + check.stdout))
+        check=lambda j: judgement_problems(j, rerun.stdout + "\n" + check.stdout + "\n" + goal.goal))
     out.calls += judged.calls
     out.errors += judged.errors
     falsification = f"{plan.value.description}\n{check_output}"

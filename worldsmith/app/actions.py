@@ -19,6 +19,11 @@ async def dispatch(intent: Intent, plan: dict[str, Any], rt: GraphRuntime) -> di
         return await answer_question(rt, intent.question or "", intent.files, intent=intent.model_dump(mode="json"))
     if intent.action == "help":
         return {"text": plan["steps"][0]}
+    folders = [f for f in intent.files if Path(f).expanduser().is_dir()]
+    if intent.action == "make_tasks" and folders:
+        from worldsmith.app.evolve import evolve_request
+
+        return await evolve_request(rt, Path(folders[0]).expanduser(), tasks=intent.count or 10)
     if intent.action in ("make_world", "make_tasks"):
         from worldsmith.app.world import run_world_request
 

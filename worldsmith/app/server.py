@@ -27,6 +27,10 @@ def analyst(config: Any = None) -> Any:
     return _graph("analyst")
 
 
+def evolve(config: Any = None) -> Any:
+    return _graph("evolve")
+
+
 def router(config: Any = None) -> Any:
     return _graph("router")
 

@@ -16,6 +16,8 @@ from worldsmith.core.grading import Tolerant
 _NUMBER_RE = re.compile(r"(?<![\w.])([+-]?\d[\d,]*(?:\.\d+)?)(%?)(?![\w.]*\w)")
 _RESULT_RE = re.compile(r"^\s*RESULT\s+([A-Za-z_][\w.-]*)\s*[=:]\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*$",
                         re.MULTILINE)
+#: the `RESULT name = value` line as a regular expression (shipped inside generated reference solutions)
+RESULT_PATTERN = _RESULT_RE.pattern
 
 
 def stated_numbers(text: str) -> list[tuple[str, float, int]]:

@@ -118,6 +118,17 @@ DirectorDecision = Annotated[Expansion | Composition, Field(discriminator="kind"
 class DirectorOutput(Model):
     decision: DirectorDecision
 
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_kind(cls, data: object) -> object:
+        """A decision without "kind" is read by its fields (small models drop the tag: its default makes the JSON
+        schema's grammar leave it out): "parent"/"directions" make an expansion, "sources" a composition."""
+        if isinstance(data, dict) and isinstance(data.get("decision"), dict) and "kind" not in data["decision"]:
+            d = data["decision"]
+            kind = "composition" if "sources" in d and "directions" not in d else "expansion"
+            return {**data, "decision": {**d, "kind": kind}}
+        return data
+
 
 # --------------------------------------------------------------------------------------------- proposer
 
@@ -259,3 +270,46 @@ class RubricValidation(Model):
     dimensions: list[str]
     dropped: list[str] = Field(default_factory=list, description="ids of dropped criteria")
     notes: list[str] = Field(default_factory=list, description="rubric-level changes (e.g. gt share restored)")
+
+
+# --------------------------------------------------------------------------------------------- an evolution run
+
+
+class EvolveBudget(Model):
+    """When an evolution run stops: whichever limit is reached first."""
+
+    steps: int = Field(3, ge=1, description="director rounds (each expands one node or composes >= 2)")
+    max_depth: int = Field(3, ge=1, description="deepest node allowed (the root is depth 0)")
+    max_nodes: int = Field(12, ge=1, description="nodes besides the root")
+    review_rounds: int = Field(2, ge=1, description="executor -> validator rounds per node")
+    max_tokens: int = Field(2_000_000, ge=1, description="prompt + completion tokens over the whole run")
+
+
+class EvolveConfig(Model):
+    """One evolution run's knobs (written to the run's config.json; a resumed run reads them back)."""
+
+    budget: EvolveBudget = Field(default_factory=EvolveBudget)
+    directions: int = Field(2, ge=1, description="k: directions the director may give per expansion")
+    concurrency: int = Field(2, ge=1, description="independent branches executed at once")
+    docs: str | None = Field(None, description="a folder of documents (.md/.txt/.pdf) for search mode")
+    web_search: bool = Field(False, description="search mode may also query the web (off when offline)")
+    duplicate_threshold: float = Field(0.8, gt=0, le=1, description="MiniLM cosine from which a question repeats "
+                                       "a remembered one (paraphrases 0.80-0.99, unrelated 0.24-0.35)")
+    script_attempts: int = Field(3, ge=1, description="script drafts per executor round")
+    timeout_s: float | None = Field(None, gt=0, description="per-script sandbox timeout (seconds); None: the "
+                                    "sandbox setting")
+
+
+class NodeRun(Model):
+    """What the evolution graph did for one node (``RUN/nodes/<id>.json``): the plan, the review and the cost."""
+
+    node: int
+    mode: Literal["deepen", "search", "decompose", "compose"]
+    parents: list[int]
+    question: str
+    goal: GoalPackage
+    retrieved: list[str] = Field(default_factory=list, description="search mode: sources of the retrieved passages")
+    review: ReviewOutcome | None = None
+    status: Literal["supported", "revised", "unsupported", "failed"]
+    tokens: int = Field(0, ge=0)
+    error: str | None = None

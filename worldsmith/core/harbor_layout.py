@@ -125,6 +125,12 @@ def task_toml(task: Task) -> dict[str, Any]:
                        ("world_id", task.provenance.world_id)):
         if value is not None:
             meta[key] = value
+    if task.difficulty.evolution_depth is not None:
+        meta["evolution_depth"] = task.difficulty.evolution_depth
+    if task.provenance.evolution_path:
+        meta["evolution_path"] = task.provenance.evolution_path
+    if isinstance(task.metadata.get("evolution"), dict):  # evidence of a task synthesised from an evolution path
+        meta["evolution"] = {k: v for k, v in task.metadata["evolution"].items() if v is not None}
     report = task.kind == "report"
     verifier: dict[str, Any] = {"timeout_sec": 300.0 if report else 60.0, "environment_mode": "separate"}
     if report:  # judge items call the endpoint the host names; without one the verifier grades what it can

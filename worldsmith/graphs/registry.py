@@ -26,3 +26,10 @@ def _world(checkpointer: Any = None) -> Any:
     from worldsmith.graphs.world import build_world_graph
 
     return build_world_graph(checkpointer=checkpointer)
+
+
+@register("evolve")
+def _evolve(checkpointer: Any = None) -> Any:
+    from worldsmith.graphs.evolve import build_evolve_graph
+
+    return build_evolve_graph(checkpointer=checkpointer)

@@ -56,9 +56,8 @@ def make_plan(intent: Intent, settings: Any) -> Plan:
                     steps=[f"profile {len(files)} file(s)", "analyst: think → code in the sandbox → answer",
                            "save the trajectory in the run directory"])
     if intent.action in ("make_world", "make_tasks"):
-        if intent.action == "make_tasks" and files:
-            missing.append("tasks from your own files need workspace evolution, which this version does not have yet; "
-                           "drop the files to make tasks from a generated world instead")
+        if intent.action == "make_tasks" and (files or missing_files):
+            return _evolution_plan(intent, files, missing)
         domain = intent.domain or (f"the template domain that best matches {intent.topic!r}" if intent.topic
                                    else "a template domain")
         n = intent.count or (1 if intent.action == "make_world" else 10)
@@ -83,6 +82,29 @@ def make_plan(intent: Intent, settings: Any) -> Plan:
     if intent.action == "help":
         return Plan(runnable=True, steps=[HELP], missing=[], command="worldsmith --help")
     return Plan(runnable=False, steps=[], command="", missing=["I could not tell what you want. " + HELP])
+
+
+def _evolution_plan(intent: Intent, files: list[str], missing: list[str]) -> Plan:
+    """Tasks from the person's own folder: workspace evolution over it, then backward task synthesis."""
+    folders = [f for f in files if Path(f).expanduser().is_dir()]
+    if files and not folders:
+        missing.append("tasks from your own files come from workspace evolution over a folder: name the folder "
+                       "that holds them (e.g. ./data)")
+    n = intent.count or 10
+    folder = folders[0] if folders else "DATA_DIR"
+    steps, nodes = evolution_budget(n)
+    return Plan(runnable=not missing, missing=missing,
+                command=f"worldsmith evolve {shlex.quote(folder)} --steps {steps} --max-nodes {nodes} --tasks {n}",
+                steps=[f"profile the files of {folder}", (f"evolve it for up to {steps} rounds ({nodes} nodes): "
+                                                          "director → proposer → executor ⇄ validator, verified "
+                                                          "findings only"),
+                       f"synthesise up to {n} tasks backward from shallow and deep findings, with validated rubrics"])
+
+
+def evolution_budget(tasks: int) -> tuple[int, int]:
+    """(director rounds, nodes) for a request of ``tasks`` tasks: a node per task, two directions per round."""
+    nodes = max(2, tasks)
+    return max(2, -(-nodes // 2)), nodes
 
 
 async def understand(state: RouterState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:

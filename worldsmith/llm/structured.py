@@ -48,10 +48,13 @@ def extract_json(text: str) -> Any:
         candidates.append(stripped[start : end + 1])
     last_error: json.JSONDecodeError | None = None
     for cand in candidates:
-        try:
-            return json.loads(cand)
-        except json.JSONDecodeError as exc:
-            last_error = exc
+        # strict first; then raw newlines and tabs inside strings are accepted (small models put scripts in JSON
+        # strings with literal line breaks: the value is unambiguous, only the escaping is missing)
+        for strict in (True, False):
+            try:
+                return json.loads(cand, strict=strict)
+            except json.JSONDecodeError as exc:
+                last_error = exc
     assert last_error is not None
     raise last_error
 

@@ -103,3 +103,12 @@ def test_a_large_graph_sheds_unverified_findings_first() -> None:
     assert all(f"node n{i} " in text and f"finding f{i} [verified]" in text for i in range(40))
     assert "finding u0" not in text
     assert "finding u0 [unsupported]" in render_graph(big[:2])
+
+
+def test_a_decision_without_its_kind_is_read_by_its_fields() -> None:
+    from worldsmith.core.evolution_schemas import DirectorOutput
+
+    exp = DirectorOutput.model_validate({"decision": {"parent": "n1", "directions": [direction("Why south?")]}})
+    comp = DirectorOutput.model_validate({"decision": {"sources": ["f1", "f2"], "relation": "r", "objective": "o",
+                                                       "why": "w"}})
+    assert isinstance(exp.decision, Expansion) and isinstance(comp.decision, Composition)

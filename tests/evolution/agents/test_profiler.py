@@ -65,3 +65,15 @@ async def test_a_failed_request_is_recorded_and_an_unreachable_endpoint_stops_th
     script.queue(unreachable)
     with pytest.raises(LLMFatalError, match="unreachable"):
         await profile(llm, profile_workspace(data))
+
+
+def test_a_relation_may_name_a_file_without_its_extension_when_that_is_unambiguous() -> None:
+    from worldsmith.agents.profiler import _file_of
+
+    known = {"crm.xlsx", "crm.xlsx[crm]", "memos/crm.md", "orders_2023.csv", "orders_2024.csv", "notes.csv",
+             "notes.json"}
+    assert _file_of("crm.customer_id", known) == "crm.xlsx"
+    assert _file_of("orders_2023.acct_ref", known) == "orders_2023.csv"
+    assert _file_of("orders_2023.csv.acct_ref", known) == "orders_2023.csv"
+    assert _file_of("notes.id", known) is None  # two files share the stem: ambiguous
+    assert _file_of("customers.id", known) is None

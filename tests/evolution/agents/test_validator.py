@@ -178,3 +178,36 @@ async def test_review_loop_with_the_real_executor_and_validator(scripted_llm, da
     saved = ExecutionResult.model_validate_json((tmp_path / "node" / "execution_result.json").read_text())
     assert saved.conclusion == "South sold 70 in total."
     assert [c.index for c in out.calls] == list(range(8))
+
+
+def test_numbers_the_goal_states_may_be_repeated_but_no_others() -> None:
+    from worldsmith.agents.executor import ResultDraft, report_problems
+    from worldsmith.agents.validator import reproduction_issues
+    from worldsmith.tools.sandbox import ExecResult
+
+    goal = "How many orders were placed in 2023 and 2024 combined?"
+    stdout = "RESULT orders = 968\n"
+    draft = ResultDraft(observations=[], methodology="count", conclusion="In 2023 and 2024, 968 orders were placed.")
+    assert report_problems(draft, stdout, goal) == []
+    assert report_problems(draft, stdout) == [("the conclusion states 2023, 2024, which the script did not print; "
+                                               "use the printed numbers")]
+    result = ExecutionResult(node="1", status="completed", goal=goal, conclusion=draft.conclusion,
+                             numbers={"orders": 968.0})
+    assert reproduction_issues(result, ExecResult(stdout=stdout)) == []
+    wrong = result.model_copy(update={"conclusion": "In 2025, 968 orders were placed."})
+    assert reproduction_issues(wrong, ExecResult(stdout=stdout)) == [
+        "the conclusion states 2025, which the script does not print"]
+
+
+async def test_a_check_that_does_not_run_is_asked_again_once(scripted_llm, data: Path, tmp_path: Path,
+                                                              sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
+    broken = {"description": "the largest sale", "code": "import pandas as pd\nprint(f'RESULT x = {"}
+    script.queue(broken, CHECK, {"verdict": "supported", "ground_truth": "South sold 70 in total."})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "supported" and "RESULT largest = 50" in out.value.falsification
+    assert "Your check did not run" in script.requests[1].last_user  # the error went back with the retry
+    assert "RESULT largest = 50" in script.requests[2].text  # the judge saw the working check
+    assert len(out.calls) == 3 and out.errors[0].startswith("falsification check 1 did not run")

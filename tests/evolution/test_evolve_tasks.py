@@ -1,0 +1,120 @@
+"""Backward task synthesis from a scripted evolution run: withheld artifacts, the replayed reference solution,
+complete answer specs, dual-evidence rubrics with a refuted criterion dropped, rejection sampling."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.evolution.evolve_kit import Player, make_data, scripted_runtime
+from worldsmith.app.evolve import run_evolution
+from worldsmith.app.evolve_tasks import synthesize_tasks
+from worldsmith.core.answer_spec import lint_answer_spec
+from worldsmith.core.evolution_schemas import EvolveBudget, EvolveConfig
+from worldsmith.core.taskpkg import TaskCollection
+
+pytest.importorskip("chromadb")
+
+
+@pytest.fixture
+async def evolved(tmp_path: Path):
+    player = Player([("expand", [("deepen", "What is the average sale amount?")]),
+                     ("expand", [("search", "Does the memo explain the south region's sales?")]),
+                     ("expand", [("deepen", "Which region drives the average up?")])])
+    script, rt = scripted_runtime(tmp_path, player)
+    cfg = EvolveConfig(budget=EvolveBudget(steps=3, max_depth=3))
+    run, summary = await run_evolution(rt, make_data(tmp_path / "data"), config=cfg, out=tmp_path / "run")
+    assert summary.verified == 3
+    return script, rt, run.path
+
+
+async def test_tasks_from_shallow_and_deep_nodes_withhold_every_intermediate_artifact(evolved) -> None:
+    _script, rt, run_dir = evolved
+    summary = await synthesize_tasks(rt, run_dir, n=3, samples=1)
+    written = [o for o in summary.outcomes if o.status == "written"]
+    assert [(o.node, o.depth, o.kind) for o in written] == [(2, 1, "closed_form"), (3, 2, "report"),
+                                                            (4, 3, "closed_form")]
+    coll = TaskCollection(run_dir / "tasks")
+    for o in written:
+        pkg = run_dir / "tasks" / "tasks" / o.task_id
+        env = sorted(p.relative_to(pkg / "environment").as_posix() for p in (pkg / "environment").rglob("*")
+                     if p.is_file())
+        assert env == ["Dockerfile", "data/memo_q3.md", "data/sales.csv"]  # the root's files, nothing generated
+        meta = tomllib.loads((pkg / "task.toml").read_text())["metadata"]
+        assert meta["evolution_depth"] == o.depth and meta["evolution"]["finding"] == f"f{o.node}"
+        assert meta["evolution_path"][0] == "1" and meta["evolution_path"][-1] == str(o.node)
+
+    deep = coll.read(written[2].task_id)
+    assert "first establish, from the data, this intermediate result" in deep.instruction  # deepen → prerequisite
+    assert "find and use what the workspace's documents say" in deep.instruction  # search → retrieval
+    assert "`data/memo_q3.md`" in deep.instruction
+    assert "150.0" not in deep.instruction and "30.0" not in deep.instruction  # no intermediate result leaks
+    answer = deep.answers[0]
+    assert (answer.name, answer.value) == ("mean", 30.0) and lint_answer_spec(answer.spec, ["data/sales.csv"]) == []
+    # the reference solution replays node 2 → 3 → 4 from data/ alone, and the shipped verifier accepts it
+    pkg = run_dir / "tasks" / "tasks" / deep.id
+    work = run_dir / "oracle"
+    work.mkdir()
+    (work / "data").symlink_to(pkg / "environment" / "data")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # python3 with pandas
+    solved = await asyncio.to_thread(subprocess.run, ["bash", str(pkg / "solution" / "solve.sh"), str(work)], capture_output=True, text=True,
+                            timeout=120, env=env, check=False)
+    assert solved.returncode == 0, solved.stderr
+    assert solved.stdout.strip() == "@mean[30.0]"
+    graded = await asyncio.to_thread(subprocess.run, ["bash", str(pkg / "tests" / "test.sh"), str(work / "answer.md"), str(work / "r.txt")],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert graded.returncode == 0 and (work / "r.txt").read_text().strip() == "1.000000"
+
+
+async def test_report_rubric_comes_from_dual_evidence_and_drops_the_refuted_criterion(evolved) -> None:
+    script, rt, run_dir = evolved
+    summary = await synthesize_tasks(rt, run_dir, n=3, samples=1)
+    report = next(o for o in summary.outcomes if o.kind == "report")
+    assert report.rubric_dropped == ["c3"]  # 'a total of 999' was recomputed as 150 and refuted
+    task = TaskCollection(run_dir / "tasks").read(report.task_id)
+    assert [c.id for c in task.rubric.criteria] == ["c1", "c2", "c4"]
+    assert [c.section for c in task.rubric.criteria] == ["computation", "insight", "method"]
+    assert task.rubric.criteria[0].type == "filter" and task.rubric.criteria[0].expected_value == 30.0
+    assert task.deliverable.format == "markdown" and task.deliverable.filename == "answer.md"
+    solvers = [r for r in script.requests if "You are a data analyst" in r.messages[0]["content"]
+               and "The folder `data/` holds the files" in r.last_user]
+    assert {r.role for r in solvers} == {"agent", "teacher"}  # two independent solver runs
+    rubric = json.loads((run_dir / "tasks" / "tasks" / task.id / "tests" / "rubric.json").read_text())
+    assert [c["id"] for c in rubric["criteria"]] == ["c1", "c2", "c4"]
+
+
+async def test_rejection_sampling_keeps_passing_teacher_trajectories_with_scores(evolved) -> None:
+    _, rt, run_dir = evolved
+    summary = await synthesize_tasks(rt, run_dir, n=3, samples=2)
+    kept = [json.loads(line) for line in (run_dir / "tasks" / "trajectories.jsonl").read_text().splitlines()]
+    assert summary.kept_trajectories == len(kept) == 6  # the scripted teacher passes every task
+    assert all(t["grades"][0]["passed"] and t["metadata"]["score"] == 1.0 for t in kept)
+    assert summary.pass_rate_by_depth == {1: 1.0, 2: 1.0, 3: 1.0}
+    task = TaskCollection(run_dir / "tasks").read(summary.outcomes[0].task_id)
+    assert task.difficulty.pass_rate == 1.0 and task.difficulty.n_attempts == 2
+
+
+async def test_packages_load_with_harbors_models_and_lint_clean(evolved) -> None:
+    root = Path(__file__).resolve().parents[2]
+    harbor_python = root / ".venv-harbor" / "bin" / "python"  # made by scripts/setup.sh --dev
+    if not harbor_python.is_file():
+        pytest.skip(f"no Harbor venv at {harbor_python}: run scripts/setup.sh --dev (needs Python >= 3.12)")
+    _, rt, run_dir = evolved
+    summary = await synthesize_tasks(rt, run_dir, n=3, samples=0)
+    packages = [run_dir / "tasks" / "tasks" / o.task_id for o in summary.outcomes if o.status == "written"]
+    host_env = {k: v for k, v in os.environ.items() if not k.startswith("WORLDSMITH_")}
+    r = await asyncio.to_thread(subprocess.run, [str(harbor_python), str(root / "tests" / "harbor" / "harbor_check.py"),
+                                                 *map(str, packages)], capture_output=True, text=True, timeout=300,
+                                env=host_env, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout)
+    for pkg in packages:
+        got = report[str(pkg.resolve())]
+        assert got["errors"] == [] and got["valid"] and got["lint"] == [], (pkg.name, got)

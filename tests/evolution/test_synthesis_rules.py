@@ -1,0 +1,119 @@
+"""The deterministic rules of modes and backward synthesis, by hand-built cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from worldsmith.core.evolution_schemas import (
+    CriterionVerdict,
+    GoalPackage,
+    NodeRun,
+    RubricCriterion,
+    RubricValidation,
+)
+from worldsmith.core.workspace_types import Node
+from worldsmith.evolution.modes import (
+    OfflineWebSearch,
+    node_of,
+    node_records,
+    split_objective,
+)
+from worldsmith.evolution.synthesis import (
+    choose_deliverable,
+    instruction,
+    pick_targets,
+    requirements,
+    section_of,
+    to_rubric,
+)
+
+
+def node(i: int, depth: int, mode: str = "deepen", status: str = "supported", parents=None, goal: str = "") -> Node:
+    return Node(id=i, depth=depth, mode=mode, status=status, parents=parents if parents is not None else
+                ([] if mode == "root" else [i - 1]), goal=goal or f"goal {i}", conclusion="" if mode == "root"
+                else f"finding {i}")
+
+
+def test_split_objective_by_its_own_punctuation_and_conjunctions() -> None:
+    assert split_objective("Which region sells most; and how did its share change over 2024?") == [
+        "Which region sells most.", "How did its share change over 2024?"]
+    assert split_objective("Compute the mean basket size and what share of orders are returned") == [
+        "Compute the mean basket size.", "What share of orders are returned."]
+    assert split_objective("Which region sells most?") == ["Which region sells most?"]  # not compound
+
+
+def test_node_records_speak_the_directors_statuses_and_the_root_states_the_overview() -> None:
+    recs = node_records([node(1, 0, "root"), node(2, 1), node(3, 1, status="running"),
+                         node(4, 1, status="unsupported")], "Sales by region.")
+    assert [(r.id, r.status) for r in recs] == [("1", "verified"), ("2", "verified"), ("3", "pending"),
+                                                ("4", "unsupported")]
+    assert recs[0].findings[0].id == "f1" and "Sales by region." in recs[0].findings[0].statement
+    assert node_of("f12") == 12
+    with pytest.raises(ValueError):
+        node_of("x3")
+
+
+async def test_web_search_is_off_offline() -> None:
+    web = OfflineWebSearch()
+    assert not web.enabled and await web.search("anything", 3) == []
+
+
+def test_targets_alternate_shallow_and_deep() -> None:
+    nodes = [node(1, 0, "root"), node(2, 1), node(3, 2), node(4, 3), node(5, 1, status="unsupported"), node(6, 4)]
+    assert [n.id for n in pick_targets(nodes, 2)] == [2, 6]
+    assert [n.id for n in pick_targets(nodes, 3)] == [2, 3, 6]
+    assert [n.id for n in pick_targets(nodes, 10)] == [2, 3, 4, 6]  # unsupported and root never
+
+
+def _run(i: int, mode: str, question: str, retrieved=()) -> NodeRun:
+    return NodeRun(node=i, mode=mode, parents=[i - 1], question=question, goal=GoalPackage(goal=question),
+                   retrieved=list(retrieved), status="supported")
+
+
+def test_requirements_follow_the_path() -> None:
+    path = [node(1, 0, "root"), node(2, 1, "search"), node(3, 2, "deepen"), node(4, 3, "decompose"),
+            node(5, 4, "deepen")]
+    runs = {2: _run(2, "search", "What does the memo say?", ["memos/q3.md", "f1"]),
+            3: _run(3, "deepen", "Total by region?"), 4: _run(4, "decompose", "North only?"),
+            5: _run(5, "deepen", "Target question")}
+    reqs = requirements(path, runs)
+    assert [(r.kind, r.node, r.text) for r in reqs] == [("retrieval", 2, "What does the memo say?"),
+                                                         ("prerequisite", 3, "Total by region?"),
+                                                         ("decomposition", 4, "North only?")]
+    assert reqs[0].sources == ["memos/q3.md"]  # findings are not documents a solver can read
+    text = instruction("Target question", reqs, "markdown")
+    assert "`data/memos/q3.md`" in text and "Total by region?" in text and "answer.md" in text
+    assert "Target question" in text and "finding" not in text
+
+
+def test_deliverables_alternate_closed_form_and_reports() -> None:
+    nums = {"x": 1.0}
+    assert [choose_deliverable(i, nums) for i in range(6)] == ["answer_tags", "markdown", "answer_tags", "json",
+                                                               "answer_tags", "xlsx"]  # reports rotate formats
+    assert choose_deliverable(0, {}) == "markdown"  # no printed number: no closed form
+
+
+def test_rubric_dimensions_map_onto_the_four_sections() -> None:
+    c = RubricCriterion(id="c", dimension="x", text="t", type="preference", provenance="generated")
+    assert section_of("Numerical accuracy", c) == "computation"
+    assert section_of("Interpretation of the trend", c) == "insight"
+    assert section_of("Data cleaning", c) == "method"
+    assert section_of("Clarity of the report", c) == "presentation"
+    assert section_of("Domain sense", c) == "insight"
+    assert section_of("Domain sense", c.model_copy(update={"expected_value": 3.0})) == "computation"
+
+
+def test_to_rubric_keeps_revised_text_weights_filters_and_defaults_a_tolerance() -> None:
+    kept = [RubricCriterion(id="c1", dimension="Accuracy", text="States 30.", type="filter", provenance="gt",
+                            expected_value=30.0),
+            RubricCriterion(id="c2", dimension="Clarity", text="Names the file used.", type="preference",
+                            provenance="generated")]
+    verdict = {"status": "verified", "grounded": True, "observable": True, "well_formed": True, "action": "keep"}
+    v = RubricValidation(verdicts=[CriterionVerdict(criterion="c1", **verdict),
+                                   CriterionVerdict(criterion="c2", **{**verdict, "status": "over-specified",
+                                                                       "action": "revise"})],
+                         criteria=kept, dimensions=["Accuracy", "Clarity", "Method", "Insight"])
+    r = to_rubric(v)
+    assert [(c.id, c.section, c.weight, c.source, c.confidence) for c in r.criteria] == [
+        ("c1", "computation", 2.0, "gt", 1.0), ("c2", "presentation", 1.0, "generated", 0.8)]
+    assert r.criteria[0].tolerance.rel == 0.01 and r.criteria[1].tolerance is None

@@ -1,0 +1,84 @@
+"""Scoring verified findings against a world's canonical truth: hand-made cases, then a real world's sheet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worldsmith.evolution.truth import (
+    PlantedEdge,
+    PlantedPhenomenon,
+    TruthSheet,
+    direction,
+    match_finding,
+    score_findings,
+    truth_sheet,
+)
+
+SHEET = TruthSheet(
+    variables=["discount_pct", "amount", "returned", "income", "segment"],
+    edges=[PlantedEdge(id="discount_pct->amount", sources=["discount_pct"], target="amount", sign=-1),
+           PlantedEdge(id="income->amount", sources=["income"], target="amount", sign=1),
+           PlantedEdge(id="segment->amount", sources=["segment"], target="amount", sign=0),
+           PlantedEdge(id="seasonal->amount", sources=[], target="amount", sign=0)],
+    phenomena=[PlantedPhenomenon(id="web_return_rate", variables=["returned", "channel"], value=0.19, rel=0.08)],
+)
+
+
+@pytest.mark.parametrize(("text", "sign"), [
+    ("Orders with a higher discount have lower amounts.", -1),  # one up, one down: opposite directions
+    ("Amount decreases as the discount grows deeper", -1),
+    ("Lower income, lower amount.", 1),  # both down together
+    ("Amount falls with discount_pct.", -1),
+    ("Income raises the order amount.", 1),
+    ("Segments differ in amount.", 0),
+])
+def test_direction_words(text: str, sign: int) -> None:
+    assert direction(text) == sign
+
+
+def test_an_edge_in_its_planted_direction_is_correct_and_rediscovered() -> None:
+    m = match_finding("f2", "Order amount falls as discount pct rises: -0.8 per point.", SHEET)
+    assert (m.verdict, m.matched) == ("correct", "discount_pct->amount")
+    m = match_finding("f2", "Order amount falls with discount_pct (slope -0.8 per point).", SHEET)
+    assert (m.verdict, m.matched) == ("correct", "discount_pct->amount")
+
+
+def test_the_opposite_direction_is_wrong() -> None:
+    m = match_finding("f3", "Customers with more income place smaller orders: amount drops with income.", SHEET)
+    assert (m.verdict, m.matched) == ("wrong", "income->amount")
+
+
+def test_a_relation_without_direction_is_correct_but_not_a_rediscovery() -> None:
+    m = match_finding("f4", "The segment explains part of the variation in amount.", SHEET)
+    assert (m.verdict, m.matched) == ("correct", None)
+
+
+def test_a_phenomenon_value_within_tolerance_counts_percent_or_fraction() -> None:
+    assert match_finding("f5", "The returned share of web orders is 19.5%.", SHEET).matched == "web_return_rate"
+    assert match_finding("f6", "The returned rate is 0.2 on the web.", SHEET).matched == "web_return_rate"
+    assert match_finding("f7", "The returned rate is 0.25 on the web.", SHEET).verdict == "unchecked"
+
+
+def test_unrelated_findings_are_unchecked_and_precision_counts_only_checked_ones() -> None:
+    score = score_findings([("f2", "Order amount falls with discount_pct."),
+                            ("f3", "Amount drops with income."),
+                            ("f5", "The returned share is 19%."),
+                            ("f8", "Region north has 120 customers.")], SHEET)
+    assert (score.correct, score.wrong, score.unchecked, score.checked) == (2, 1, 1, 3)
+    assert score.precision == pytest.approx(2 / 3)
+    assert score.planted == 4  # three edges with a source + one phenomenon (the seasonal edge has no source)
+    assert score.rediscovered == ["discount_pct->amount", "web_return_rate"] and score.recall == 0.5
+
+
+def test_a_worlds_truth_sheet(tmp_path: Path) -> None:
+    from worldsmith.evolution.worlds import build_world, load_template
+
+    world = tmp_path / "world"
+    build_world(load_template("commercial_growth", rows=1000), seed=3, out_dir=world, produced_by="test")
+    sheet = truth_sheet(world)
+    edges = {e.id: e.sign for e in sheet.edges}
+    assert edges["discount_pct->amount"] == -1 and edges["income->amount"] == 1 and edges["segment->basket_size"] == 0
+    assert {"amount", "discount_pct", "returned"} <= set(sheet.variables)
+    assert all(isinstance(p.value, float) for p in sheet.phenomena) and sheet.phenomena

@@ -1,0 +1,260 @@
+"""`worldsmith evolve tasks RUN`: backward task synthesis from an evolution run (issue 13, items 5 and 6).
+
+For each target node (shallow and deep): trace its path to the root, turn the path into requirements, choose the
+deliverable, and package a task whose environment holds only the root workspace's files.
+- closed form: the path's scripts are replayed from the root files alone (the reference solution) and must
+  reproduce the target's number; the task writer gives its complete answer spec, which must pass the lint.
+- report: >= 2 independent solver runs from the root (different roles) → evidence cards → rubric generator →
+  criterion validator (refuted / unverifiable criteria dropped, over-specified ones revised) → the grader's rubric.
+Then rejection sampling: teacher trajectories (the analyst graph) on the packaged task are graded; those that pass
+are kept for training with their scores, and the pass rate is recorded on the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from worldsmith.agents.criterion_validator import validate_criteria
+from worldsmith.agents.executor import execute
+from worldsmith.agents.rubric_generator import generate_rubric
+from worldsmith.agents.task_writer import write_answer_spec
+from worldsmith.agents.validator import SAME_NUMBER
+from worldsmith.core.answer_spec import render_answer_spec
+from worldsmith.core.evolution_schemas import EvidenceCard, ExecutionResult, GoalPackage
+from worldsmith.core.schemas import (
+    AnswerSpec,
+    DeliverableSpec,
+    Difficulty,
+    Provenance,
+    Task,
+    Tolerance,
+    Trajectory,
+)
+from worldsmith.core.store import append_jsonl, atomic_write_text, read_model
+from worldsmith.core.taskpkg import TaskCollection, workspace_ref
+from worldsmith.core.workspace_types import Node, script_name
+from worldsmith.evolution import synthesis as syn
+from worldsmith.graphs.evolve_ops import open_store, read_node_run
+from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.tools.sandbox import open_sandbox
+
+TASKS_DIR = "tasks"
+ROOT_EXPORT = "tasks_root"
+SOLVER_ROLES = ("agent", "teacher")  # the dual-evidence runs: two independent solvers
+
+
+class TaskOutcome(BaseModel):
+    node: int
+    depth: int
+    mode: str
+    task_id: str | None = None
+    kind: Literal["closed_form", "report"] | None = None
+    deliverable: str | None = None
+    status: Literal["written", "dropped"]
+    reason: str = ""
+    rubric_dropped: list[str] = Field(default_factory=list, description="criteria the criterion validator dropped")
+    samples: int = 0
+    passed: int = 0
+    scores: list[float] = Field(default_factory=list)
+
+
+class SynthesisSummary(BaseModel):
+    run: str
+    tasks_dir: str
+    outcomes: list[TaskOutcome]
+    pass_rate_by_depth: dict[int, float] = Field(default_factory=dict)
+    kept_trajectories: int = 0
+
+
+def _task_id(run_dir: Path, node: Node, kind: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", run_dir.name)[-40:].strip("-.") or "run"
+    return f"evo-{stem}-n{node.id}-{kind.replace('_', '-')}"
+
+
+def _level(depth: int) -> Literal["easy", "medium", "hard"]:
+    return "easy" if depth <= 1 else "medium" if depth == 2 else "hard"
+
+
+async def replay_path(rt: GraphRuntime, root_dir: Path, scripts: list[tuple[str, str]], name: str) -> tuple[float | None, str]:
+    """Run the path's scripts from the root's files alone (the reference solution, unscaled); the value it prints."""
+    code = syn.solution_code(scripts, name)
+    with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
+        async with open_sandbox(rt.settings.sandbox, workspace=Path(tmp), inputs=[root_dir / syn.DATA]) as sb:
+            run = await sb.run(code)
+    found = re.search(rf"@{re.escape(name)}\[([^\]]+)\]", run.stdout)
+    if not run.ok or found is None:
+        return None, run.to_observation(600)
+    return float(found.group(1)), ""
+
+
+async def evidence_cards(rt: GraphRuntime, goal: str, root_dir: Path, task_id: str) -> tuple[list[EvidenceCard], list[str]]:
+    """Independent solver runs from the root workspace, one per role, each as an evidence card."""
+    cards, errors = [], []
+    for role in SOLVER_ROLES:
+        with tempfile.TemporaryDirectory(prefix="solver-") as tmp:
+            out = await execute(rt.llm, GoalPackage(goal=goal), node=f"{task_id}-{role}", workdir=Path(tmp),
+                                inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox, role=role)
+        r = out.value
+        if r is None or r.status != "completed":
+            errors.append(f"solver {role}: {r.error if r else 'no result'}")
+            continue
+        cards.append(EvidenceCard(solver=role, operations=[r.methodology or "one analysis script"] + r.observations[:4],
+                                  computed_values=r.numbers, conclusions=[r.conclusion]))
+    return cards, errors
+
+
+async def rejection_sample(rt: GraphRuntime, coll: TaskCollection, task: Task, samples: int,
+                           out: Path) -> tuple[int, list[float]]:
+    """Teacher trajectories on the packaged task, graded; those that pass are appended to trajectories.jsonl."""
+    from worldsmith.graphs.solve import TaskSolver
+    from worldsmith.training.graders import agrade_response
+
+    packaged = coll.read(task.id)
+    solver = TaskSolver(rt, temperature=0.7, postprocess=False)
+    passed, scores = 0, []
+    for i in range(samples):
+        traj: Trajectory = await solver(packaged, i)
+        grade = await agrade_response(packaged, traj.final_answer or "", llm=rt.llm)
+        scores.append(round(grade.score, 4))
+        if grade.passed:
+            passed += 1
+            kept = traj.model_copy(update={"grades": [grade], "metadata": {**traj.metadata, "kept": "rejection sampling",
+                                                                            "score": grade.score}})
+            append_jsonl(out, kept.model_dump(mode="json"))
+    return passed, scores
+
+
+async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requirement], result: ExecutionResult,
+                       scripts: list[tuple[str, str]], root_dir: Path, files: list[str]) -> tuple[dict[str, Any] | None, str]:
+    name = next(iter(result.numbers))
+    value, why = await replay_path(rt, root_dir, scripts, name)
+    if value is None:
+        return None, f"the path does not replay from the root files: {why}"
+    if not SAME_NUMBER.numbers(result.numbers[name], value):
+        return None, f"replaying the path from the root gives {name} = {value}, not the recorded {result.numbers[name]}"
+    spec = await write_answer_spec(rt.llm, goal=goal, script=scripts[-1][1], name=name, value=value, files=files)
+    if spec.value is None:
+        return None, "no answer spec passed the lint: " + "; ".join(spec.errors[-3:])
+    f = spec.value
+    tol = Tolerance(abs=0.5 * 10 ** -f.decimals) if f.decimals is not None else Tolerance(rel=0.01)
+    answer = AnswerSpec(name=name, value=round(value * f.factor, 6), tolerance=tol, unit=f.grading_unit,
+                        description=f.aggregation, spec=f)
+    return {"kind": "closed_form", "instruction": syn.instruction(goal, reqs, "answer_tags", render_answer_spec(f)),
+            "deliverable": DeliverableSpec(format="answer_tags", answer_names=[name]), "answers": [answer],
+            "solution": syn.solution_code(scripts, name, f.factor, f.decimals)}, ""
+
+
+async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requirement], fmt: syn.Deliverable,
+                  root_dir: Path, task_id: str) -> tuple[dict[str, Any] | None, str, list[str]]:
+    text = syn.instruction(goal, reqs, fmt)
+    cards, errors = await evidence_cards(rt, text, root_dir, task_id)
+    if len(cards) < 2:
+        return None, "dual evidence needs >= 2 successful solver runs: " + "; ".join(errors), []
+    draft = await generate_rubric(rt.llm, text, node.conclusion, cards)
+    if draft.value is None:
+        return None, "no usable rubric draft: " + "; ".join(draft.errors[-3:]), []
+    checked = await validate_criteria(rt.llm, draft.value, task=text, ground_truth=node.conclusion, cards=cards,
+                                      inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox)
+    validated = checked.value
+    if validated is None or not validated.criteria:
+        return None, "the criterion validator kept no criterion", validated.dropped if validated else []
+    rubric = syn.to_rubric(validated, note="; ".join(validated.notes))
+    return {"kind": "report", "instruction": text, "rubric": rubric,
+            "deliverable": DeliverableSpec(format=fmt, filename=syn.REPORT_FILES[fmt]), "solution": None}, "", \
+        validated.dropped
+
+
+async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, samples: int = 2,
+                           on_event: Callable[[dict[str, Any]], None] | None = None) -> SynthesisSummary:
+    """Package up to ``n`` tasks from the run's verified nodes into ``RUN/tasks`` (Harbor layout + index.jsonl)."""
+    run_dir = Path(run)
+    store = open_store(run_dir)
+    nodes = await asyncio.to_thread(store.graph.nodes)
+    if not nodes:
+        raise FileNotFoundError(f"{run_dir}: the run has no exploration graph yet; run `worldsmith evolve` first")
+    root = nodes[0]
+    tasks_dir, root_dir = run_dir / TASKS_DIR, run_dir / ROOT_EXPORT
+    files = await asyncio.to_thread(syn.export_root, store, root.id, root_dir)
+    ref = await asyncio.to_thread(workspace_ref, root_dir, files)
+    coll = TaskCollection(tasks_dir)
+    kept_file = tasks_dir / "trajectories.jsonl"
+    kept_file.unlink(missing_ok=True)  # a re-synthesis re-samples every task: no stale or doubled trajectories
+    outcomes: list[TaskOutcome] = []
+    for i, node in enumerate(syn.pick_targets(nodes, n)):
+        path = await asyncio.to_thread(store.graph.path_to_root, node.id)
+        runs = {p.id: r for p in path if (r := read_node_run(run_dir, p.id)) is not None}
+        reqs = syn.requirements(path, runs)
+        result = ExecutionResult.model_validate_json(store.read_bytes(node.id, "execution_result.json"))
+        goal = runs[node.id].goal.goal if node.id in runs else node.goal
+        scripts = [(script_name(p.id), store.read_bytes(p.id, script_name(p.id)).decode("utf-8"))
+                   for p in path if p.mode != "root"]
+        fmt = syn.choose_deliverable(i, result.numbers)
+        base = TaskOutcome(node=node.id, depth=node.depth, mode=node.mode, status="dropped")
+        dropped: list[str] = []
+        made, why = None, ""
+        if fmt == "answer_tags":
+            made, why = await _closed_form(rt, node, goal, reqs, result, scripts, root_dir, files)
+            if made is None:  # the number cannot be asked in closed form: ask for a report instead
+                fmt = "markdown"
+        if made is None:
+            task_id = _task_id(run_dir, node, "report")
+            made, why2, dropped = await _report(rt, node, goal, reqs, fmt, root_dir, task_id)
+            why = "; ".join(w for w in (why, why2) if w)
+        if made is None:
+            outcomes.append(base.model_copy(update={"reason": why, "rubric_dropped": dropped}))
+            _note(on_event, {"type": "task", "node": node.id, "status": "dropped", "reason": why})
+            continue
+        task = Task(id=_task_id(run_dir, node, made["kind"]), kind=made["kind"], instruction=made["instruction"],
+                    workspace=ref, deliverable=made["deliverable"], answers=made.get("answers", []),
+                    rubric=made.get("rubric"), category=node.mode, tags=["evolution", f"depth{node.depth}"],
+                    provenance=Provenance(source="evolution", evolution_path=[str(p.id) for p in path],
+                                          produced_by=["evolution", "engine:replay" if made["solution"] else "dual-evidence"]),
+                    difficulty=Difficulty(level=_level(node.depth), evolution_depth=node.depth),
+                    metadata={"evolution": {"run": run_dir.name, "node": node.id, "finding": f"f{node.id}",
+                                            "verdict": node.status, "evidence": node.conclusion, "depth": node.depth,
+                                            "modes": [p.mode for p in path],
+                                            "requirements": [f"{r.kind}: {r.text}" for r in reqs]}})
+        await asyncio.to_thread(coll.add, task, files_root=root_dir, solution_code=made["solution"],
+                                group=ref.content_hash, overwrite=True)
+        passed, scores = (await rejection_sample(rt, coll, task, samples, kept_file)
+                          if samples else (0, []))
+        if samples:
+            task = task.model_copy(update={"difficulty": task.difficulty.model_copy(update={
+                "pass_rate": passed / samples, "n_attempts": samples})})
+            await asyncio.to_thread(coll.add, task, files_root=root_dir, solution_code=made["solution"],
+                                    group=ref.content_hash, overwrite=True)
+        outcomes.append(base.model_copy(update={"task_id": task.id, "kind": task.kind, "deliverable": fmt,
+                                                "status": "written", "reason": why, "rubric_dropped": dropped,
+                                                "samples": samples, "passed": passed, "scores": scores}))
+        _note(on_event, {"type": "task", "node": node.id, "status": "written", "task": task.id, "passed": passed})
+    summary = SynthesisSummary(run=str(run_dir), tasks_dir=str(tasks_dir), outcomes=outcomes,
+                               pass_rate_by_depth=pass_rate_by_depth(outcomes),
+                               kept_trajectories=sum(o.passed for o in outcomes))
+    atomic_write_text(tasks_dir / "synthesis.json", summary.model_dump_json(indent=2) + "\n")
+    return summary
+
+
+def pass_rate_by_depth(outcomes: list[TaskOutcome]) -> dict[int, float]:
+    tried: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for o in outcomes:
+        if o.status == "written" and o.samples:
+            tried[o.depth][0] += o.passed
+            tried[o.depth][1] += o.samples
+    return {d: round(p / s, 4) for d, (p, s) in sorted(tried.items())}
+
+
+def _note(on_event: Callable[[dict[str, Any]], None] | None, event: dict[str, Any]) -> None:
+    if on_event is not None:
+        on_event(event)
+
+
+def read_summary(run: str | Path) -> SynthesisSummary:
+    return read_model(Path(run) / TASKS_DIR / "synthesis.json", SynthesisSummary)

@@ -1,0 +1,175 @@
+"""Scoring evolution against a world's canonical truth (issue 13, item 8): a deterministic matcher over what a
+verified finding names (the world's variables), the direction it states and the numbers it gives.
+
+A finding is checked against
+- a planted phenomenon when it names the phenomenon's measure and states a number within the phenomenon's
+  tolerance of the canonical value (a fraction written as a percent counts): correct, and the phenomenon counts as
+  rediscovered;
+- a planted edge when it names the edge's target and one of its sources: correct when it states no direction, or
+  the edge's direction (see :func:`direction`), and the edge counts as rediscovered when it states that
+  direction; wrong when it states the opposite direction (or any direction for an edge with none).
+Anything else is unchecked: the matcher does not guess, and precision is over the checked findings only (the
+report says how many were unchecked). A finding that names a phenomenon's measure and a number but misses its
+value is not called wrong either: it may be another quantity on the same measure.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from worldsmith.core.claim_numbers import printed_numbers
+from worldsmith.core.grading import Tolerant
+
+DEFAULT_REL = 0.02  # a phenomenon without its own tolerance: 2% relative
+_UP = re.compile(r"\b(increas\w*|higher|more|positive(?:ly)?|rais\w*|grow\w*|rises?|rising|boost\w*|greater|larger|"
+                 r"up)\b", re.IGNORECASE)
+_DOWN = re.compile(r"\b(decreas\w*|lower|less|fewer|negative(?:ly)?|reduc\w*|drops?|dropping|falls?|falling|"
+                   r"declin\w*|smaller|inverse(?:ly)?|down)\b", re.IGNORECASE)
+
+
+class PlantedEdge(BaseModel):
+    id: str
+    sources: list[str]
+    target: str
+    sign: int = Field(description="+1: the target rises with the source; -1: falls; 0: no single direction")
+
+
+class PlantedPhenomenon(BaseModel):
+    id: str
+    variables: list[str] = Field(description="its measure first, then the other variables it involves")
+    value: float
+    abs: float | None = None
+    rel: float | None = None
+
+
+class TruthSheet(BaseModel):
+    """What evolution may rediscover in a world: its variables, edges and numeric phenomena."""
+
+    variables: list[str]
+    edges: list[PlantedEdge] = Field(default_factory=list)
+    phenomena: list[PlantedPhenomenon] = Field(default_factory=list)
+
+
+class TruthMatch(BaseModel):
+    finding: str
+    verdict: Literal["correct", "wrong", "unchecked"]
+    matched: str | None = None
+    reason: str = ""
+
+
+class TruthScore(BaseModel):
+    checked: int
+    correct: int
+    wrong: int
+    unchecked: int
+    precision: float | None = Field(description="correct / checked (None when nothing could be checked)")
+    planted: int = Field(description="edges with a source plus numeric phenomena")
+    rediscovered: list[str]
+    recall: float | None
+    matches: list[TruthMatch]
+
+
+def _mentions(text: str, variable: str) -> bool:
+    """`units_sold` is mentioned as 'units_sold' or 'units sold' (whole words, any case)."""
+    words = [re.escape(w) for w in variable.lower().split("_") if w]
+    return bool(words) and re.search(r"\b" + r"[\s_-]+".join(words) + r"\b", text.lower()) is not None
+
+
+def direction(text: str) -> int:
+    """The relation's sign a statement states: one variable up and the other down ('falls as X rises', 'higher
+    discount, lower amount') or a single down word ('amount drops with discount') is -1; only up words, or two
+    or more down words ('lower X, lower Y'), is +1; no direction word is 0."""
+    up, down = len(_UP.findall(text)), len(_DOWN.findall(text))
+    if up and down:
+        return -1
+    if down:
+        return -1 if down == 1 else 1
+    return 1 if up else 0
+
+
+def _near(value: float, numbers: list[float], p: PlantedPhenomenon) -> bool:
+    rule = Tolerant(abs=p.abs, rel=p.rel if (p.rel or p.abs) else DEFAULT_REL)
+    return any(rule.numbers(value, n) or rule.numbers(value * 100, n) for n in numbers)
+
+
+def match_finding(finding_id: str, statement: str, sheet: TruthSheet) -> TruthMatch:
+    numbers = printed_numbers(statement)
+    for p in sheet.phenomena:
+        if _mentions(statement, p.variables[0]) and _near(p.value, numbers, p):
+            return TruthMatch(finding=finding_id, verdict="correct", matched=p.id,
+                              reason=f"states {p.id} = {p.value:g} within tolerance")
+    said = direction(statement)
+    for e in sheet.edges:
+        if not (_mentions(statement, e.target) and any(_mentions(statement, s) for s in e.sources)):
+            continue
+        if said == 0:
+            return TruthMatch(finding=finding_id, verdict="correct", matched=None,
+                              reason=f"names the planted relation {e.id} without a direction to check")
+        if e.sign == 0:  # a level effect (categories, seasons) has no single direction to state
+            return TruthMatch(finding=finding_id, verdict="correct", matched=None,
+                              reason=f"names the planted relation {e.id}, which has no single direction")
+        if said == e.sign:
+            return TruthMatch(finding=finding_id, verdict="correct", matched=e.id,
+                              reason=f"states the direction of {e.id}")
+        return TruthMatch(finding=finding_id, verdict="wrong", matched=e.id,
+                          reason=f"states the opposite direction of {e.id}")
+    return TruthMatch(finding=finding_id, verdict="unchecked", reason="names no planted relation or value")
+
+
+def score_findings(findings: list[tuple[str, str]], sheet: TruthSheet) -> TruthScore:
+    """Precision over the checked findings ((id, statement) pairs) and recall of the planted effects."""
+    matches = [match_finding(fid, text, sheet) for fid, text in findings]
+    correct = sum(m.verdict == "correct" for m in matches)
+    wrong = sum(m.verdict == "wrong" for m in matches)
+    planted = {e.id for e in sheet.edges if e.sources} | {p.id for p in sheet.phenomena}
+    found = sorted({m.matched for m in matches if m.verdict == "correct" and m.matched in planted})
+    return TruthScore(checked=correct + wrong, correct=correct, wrong=wrong, unchecked=len(matches) - correct - wrong,
+                      precision=correct / (correct + wrong) if correct + wrong else None, planted=len(planted),
+                      rediscovered=found, recall=len(found) / len(planted) if planted else None, matches=matches)
+
+
+# --------------------------------------------------------------------------------------------- from a world
+
+
+def edge_sign(mechanism: Any) -> int:
+    """The direction a mechanism moves its target as its source rises (0 when it has none: levels, seasons)."""
+    kind = mechanism.type
+    if kind in ("linear", "logistic", "multiplicative", "lag", "interaction"):
+        coef = float(getattr(mechanism, "coef", 0.0) or 0.0)
+        return 0 if coef == 0 or getattr(mechanism, "levels", None) else int(math.copysign(1, coef))
+    if kind == "threshold":
+        return int(math.copysign(1, mechanism.jump)) * (1 if mechanism.direction == "above" else -1)
+    if kind == "saturating":
+        return int(math.copysign(1, mechanism.vmax))
+    return 0
+
+
+def _recipe_variables(recipe: Any) -> list[str]:
+    names = [getattr(recipe, k, None) for k in ("variable", "y", "x", "by")]
+    return [n for n in names if isinstance(n, str)]
+
+
+def truth_sheet(world_dir: str | Path) -> TruthSheet:
+    """The world's variables, edges (with directions) and numeric phenomena (with canonical values)."""
+    from worldsmith.evolution.worlds.audit import load_contract, load_phenomena_truth
+
+    world_dir = Path(world_dir)
+    contract = load_contract(world_dir)
+    truth = load_phenomena_truth(world_dir)
+    variables = [v.name for v in contract.variables] + [a.name for e in contract.entities
+                                                        for a in getattr(e, "attributes", [])]
+    edges = [PlantedEdge(id=e.id or e.default_id(), sources=list(e.sources), target=e.target,
+                         sign=edge_sign(e.mechanism)) for e in contract.edges]
+    phenomena = []
+    for p in contract.phenomena:
+        t = truth.get(p.id)
+        if t is None or not isinstance(t.value, (int, float)) or isinstance(t.value, bool):
+            continue
+        phenomena.append(PlantedPhenomenon(id=p.id, variables=_recipe_variables(p.recipe) or [p.id],
+                                           value=float(t.value), abs=t.tolerance.abs, rel=t.tolerance.rel))
+    return TruthSheet(variables=variables, edges=edges, phenomena=phenomena)
