@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from worldsmith.core.schemas import Action
-from worldsmith.prompts import template
+from worldsmith.prompts import template, versions  # noqa: F401  (versions: re-exported for callers)
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
                                       render_observation, render_turn, to_chat_roles)
 from worldsmith.core.grading import decimals_by_name, extract_answers, parse_number
@@ -25,11 +25,6 @@ FEEDBACK_TEMPLATE = "analyst_feedback.md"
 PRELUDE_TEMPLATE = "analyst_prelude.py.txt"
 
 _NAME_RE = re.compile(r"@(\w+)\[")
-
-
-def versions(*names: str) -> dict[str, str]:
-    """{template id: 'sha256:<hex>'} for the templates that built a message."""
-    return {n: template(n).sha256 for n in names}
 
 
 def feedback(kind: str, **fields: str) -> str:

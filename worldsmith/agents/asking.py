@@ -19,7 +19,7 @@ from worldsmith.llm.errors import (
     LLMFatalError,
     LLMOutputError,
 )
-from worldsmith.prompts import template
+from worldsmith.prompts import template, versions
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -38,11 +38,6 @@ class Outcome(Generic[T]):
     @property
     def ok(self) -> bool:
         return self.value is not None
-
-
-def versions(*names: str) -> dict[str, str]:
-    """{template id: 'sha256:<hex>'} for the templates that built a conversation."""
-    return {n: template(n).sha256 for n in names}
 
 
 def _recorded(messages: list[dict[str, str]]) -> list[RecordedMessage]:

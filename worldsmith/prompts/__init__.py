@@ -56,6 +56,11 @@ def template(name: str) -> Template:
     return Template(id=name, text=data.decode("utf-8"), sha256="sha256:" + hashlib.sha256(data).hexdigest())
 
 
+def versions(*names: str) -> dict[str, str]:
+    """{template id: 'sha256:<hex>'} for the templates that built a message or conversation (the trajectory record)."""
+    return {n: template(n).sha256 for n in names}
+
+
 def load_prompt(name: str) -> str:
     """The text of `worldsmith/prompts/<name>`."""
     return template(name).text
