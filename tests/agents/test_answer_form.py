@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from worldsmith.agents.analyst import answer_problems, round_to_request
 
 TWO_CLAUSES = ('Question: describe the fares.\n@mean[mean_value] where "mean_value" is a number rounded to two decimal '
@@ -36,3 +38,26 @@ def test_missing_and_empty_tags_are_still_reported() -> None:
 def test_a_question_without_tags_uses_its_one_decimal_request_for_the_names() -> None:
     q = "What is the mean amount? Round it to one decimal place."
     assert round_to_request("@mean_amount[20.1234]", q, ["mean_amount"]) == "@mean_amount[20.1]"
+
+
+def test_missing_columns_names_the_datas_spelling_from_pandas_own_messages() -> None:
+    import pandas as pd
+
+    from worldsmith.agents.analyst import missing_columns
+
+    cols = ["PassengerId", "Fare", "Age", "total_amount"]
+    df = pd.DataFrame(columns=cols)
+    messages = []
+    for lookup in (lambda: df["fare"], lambda: df[["fare", "age"]], lambda: df[["totl_amount"]],
+                   lambda: df["shoe_size"], lambda: df.loc[:, "passengerid"]):
+        with pytest.raises(KeyError) as err:
+            lookup()
+        messages.append(str(err.value))
+    assert [missing_columns(m, cols) for m in messages] == [
+        [("fare", ["Fare"])],
+        [("fare", ["Fare"]), ("age", ["Age"])],
+        [("totl_amount", ["total_amount"])],
+        [],  # near no column: no hint
+        [("passengerid", ["PassengerId"])],
+    ]
+    assert missing_columns("'Fare'", cols) == []  # an existing column raised for another reason: no hint

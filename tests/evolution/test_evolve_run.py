@@ -28,9 +28,22 @@ async def test_deepen_search_decompose_and_compose(tmp_path: Path) -> None:
         ("compose", "Do the region totals and the memo's promotion tell one story?"),
     ])
     script, rt = scripted_runtime(tmp_path, player)
-    run, summary = await run_evolution(rt, make_data(tmp_path / "data"), config=config(3), out=tmp_path / "run")
+    seen: list[dict] = []
+    run, summary = await run_evolution(rt, make_data(tmp_path / "data"), config=config(3), out=tmp_path / "run",
+                                       on_event=seen.append)
     graph = open_graph(run.path)
     nodes = graph.nodes()
+    # progress while a node is still running: every agent's start and end, with the node it works on
+    agents = [(e["agent"], e["phase"], e.get("node")) for e in seen if e["type"] == "agent"]
+    assert agents[:2] == [("profiler", "start", None), ("profiler", "done", None)]
+    order = [(e.get("agent"), e.get("phase"), e.get("node")) if e["type"] == "agent" else (e["type"], None, e.get("node"))
+             for e in seen]
+    assert order.index(("executor", "start", 2)) < order.index(("executor", "done", 2)) \
+        < order.index(("validator", "start", 2)) < order.index(("validator", "done", 2)) < order.index(("node", None, 2))
+    assert {a for a, _, _ in agents} == {"profiler", "director", "proposer", "decomposer", "executor", "validator"}
+    done = [e for e in seen if e["type"] == "agent" and e["phase"] == "done"]
+    assert all(e["s"] >= 0 and e["tokens"] > 0 for e in done if e["agent"] != "validator")
+    assert sum(1 for e in run.events() if e.get("type") == "agent") == len(agents)  # the run log keeps them
     assert [(n.id, n.mode, n.parents, n.status) for n in nodes] == [
         (1, "root", [], "supported"),
         (2, "deepen", [1], "supported"), (3, "search", [1], "supported"),

@@ -157,6 +157,23 @@ async def test_repeating_the_same_cell_gets_a_plain_nudge(scripted, sales_csv: P
     assert "same code as in your previous turn" in steps[1]["observation"]
 
 
+async def test_a_column_name_in_the_wrong_case_gets_the_exact_names(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    wrong = "<think>load</think><code>df = pd.read_csv('sales.csv')\nprint(df['Amount'].mean(), df['regoin'])</code>"
+    other = "<think>a dict</think><code>d = {'a': 1}\nprint(d['zzz'])</code>"
+    script.queue(wrong, other, CODE_TURN, ANSWER_TURN)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    steps = final["trajectory"]["steps"]
+    # the data's own spelling, only for the key that raised (pandas stops at the first missing column)
+    assert "KeyError" in steps[0]["observation"]
+    assert "the data has: 'Amount' → 'amount'. Use the exact name." in steps[0]["observation"]
+    assert "regoin" not in steps[0]["observation"].split("[No such column")[1]
+    # a key near no column of the data is left to the error itself
+    assert "KeyError" in steps[1]["observation"] and "No such column" not in steps[1]["observation"]
+    # and what the model saw is what the trajectory records
+    assert script.requests[1].messages[-1]["content"].count("'Amount' → 'amount'") == 1
+
+
 async def test_rounding_feedback_ignored_twice_is_recorded_as_post_processing(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"

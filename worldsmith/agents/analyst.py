@@ -6,8 +6,10 @@ from a named template in worldsmith/prompts/ (the ids below), so a trajectory ca
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,10 +179,44 @@ def void_feedback(error: str | None) -> str:
     return feedback("void", error=error or "no action found")
 
 
-def observation_text(result: Any, max_chars: int) -> str:
-    """The interpreter output the model sees for one executed cell, with a nudge after errors."""
+#: quoted keys in a KeyError message: "'fare'", "['fare', 'Age'] not in index", "None of [Index(['fare'], ...)]"
+_QUOTED = re.compile(r"'([^'\n]{1,80})'")
+
+
+def missing_columns(message: str, columns: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """(key, the data's columns it most likely meant) for every key a KeyError names that is not a column but is
+    close to one: the same letters in another case first, then near spellings. Keys near no column give nothing,
+    so a dict lookup or a wrong file is left to the error itself."""
+    known = list(dict.fromkeys(columns))
+    lowered: dict[str, list[str]] = {}
+    for c in known:
+        lowered.setdefault(c.casefold(), []).append(c)
+    out: list[tuple[str, list[str]]] = []
+    if len(message) > 1 and message[0] == message[-1] == '"':  # str(KeyError) of a message with quotes in it
+        message = message[1:-1]
+    for m in _QUOTED.finditer(message):
+        key = m.group(1)
+        if key in known or key in (k for k, _ in out):
+            continue
+        same_case = lowered.get(key.casefold())
+        if same_case:
+            out.append((key, same_case))
+            continue
+        near = difflib.get_close_matches(key.casefold(), list(lowered), n=3, cutoff=0.75)
+        if near:
+            out.append((key, [c for n in near for c in lowered[n]]))
+    return out
+
+
+def observation_text(result: Any, max_chars: int, columns: Sequence[str] = ()) -> str:
+    """The interpreter output the model sees for one executed cell, with a nudge after errors (and, for a
+    KeyError on a near-miss of a column name, the exact names the data uses)."""
     text = result.to_observation(max_chars)
-    if getattr(result, "error", None):
+    error = getattr(result, "error", None)
+    if error and error.type == "KeyError" and (missing := missing_columns(error.message, columns)):
+        text += "\n" + feedback("missing column", names="; ".join(
+            f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
+    if error:
         text += "\n" + feedback("code failed")
     elif not text.strip():
         text = feedback("no output")

@@ -96,6 +96,14 @@ def _render(event: dict) -> None:
     elif kind == "node":
         colour = {"supported": "green", "revised": "yellow"}.get(event["status"], "red")
         console.print(f"  node {event['node']} ({event['mode']}): [{colour}]{event['status']}[/]", highlight=False)
+    elif kind == "agent":
+        where = f" node {event['node']}" if "node" in event else ""
+        if event["phase"] == "start":
+            console.print(f"  [dim]{event['agent']}{where} working…[/]", highlight=False)
+        else:
+            state = "ok" if event.get("ok") else "no result"
+            console.print(f"  [dim]{event['agent']}{where}: {state} in {event['s']:.0f} s, {event['tokens']} tokens[/]",
+                          highlight=False)
     elif kind == "stop":
         console.print(f"[cyan]stop[/] {escape(event['reason'])}", highlight=False)
     elif kind == "task":

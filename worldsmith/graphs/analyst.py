@@ -171,7 +171,8 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         await sb.run(agent.PRELUDE)
         await _replay(sb, state.get("steps", []))
     result = await sb.run(code, timeout=cfg.cell_timeout_s)
-    observation = agent.observation_text(result, cfg.max_observation_chars)
+    columns = await _columns(state) if result.error is not None and result.error.type == "KeyError" else []
+    observation = agent.observation_text(result, cfg.max_observation_chars, columns)
     nudged = observation != result.to_observation(cfg.max_observation_chars)
     previous = next((s for s in reversed(state.get("steps", [])) if s.get("action")), None)
     if previous and previous["action"] == pending["action"] and _same_output(previous.get("observation") or "", observation):
@@ -253,6 +254,15 @@ def route_after_check(state: AnalystState) -> Literal["act", "finalize"]:
 def _question_guards(state: AnalystState) -> list[dict[str, Any]]:
     """The guard firings of the current question (the thread's list holds every question's)."""
     return [g for g in state.get("guards", []) if g["step"] >= state.get("q_first_step", 0)]
+
+
+async def _columns(state: AnalystState) -> list[str]:
+    """Every column of the question's input files (from the file profiler, cached per file)."""
+    files = state.get("files", [])
+    cached = state.get("data_facts")
+    if cached and cached.get("files") == files:
+        return list(cached["columns"])
+    return list((await asyncio.to_thread(guards.profile_facts, files)).columns) if files else []
 
 
 async def _data_facts(state: AnalystState, question: str, names: list[str]) -> dict[str, Any] | None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from worldsmith.agents.asking import Outcome
 from worldsmith.agents.decomposer import decompose
@@ -51,6 +53,7 @@ from worldsmith.evolution.workspace import (
     release,
     workspace_root,
 )
+from worldsmith.graphs.runtime import emit
 from worldsmith.memory import RunMemory, memory_path
 from worldsmith.tools.sandbox.base import SandboxError, SandboxUnavailable
 
@@ -61,6 +64,20 @@ FALLBACK_WORK_MODES = ["descriptive", "diagnostic", "comparative"]
 
 def tokens_of(calls: list[ModelCall]) -> int:
     return sum(c.prompt_tokens + c.completion_tokens for c in calls)
+
+
+T = TypeVar("T")
+
+
+async def traced(agent: str, work: Awaitable[Outcome[T]], **where: Any) -> Outcome[T]:
+    """Await one agent's work between two progress events (``{"type": "agent", "phase": "start" | "done"}``),
+    so a run on a slow model shows what it is doing while a node is still running; the run log keeps both."""
+    emit({"type": "agent", "agent": agent, "phase": "start", **where})
+    t0 = time.perf_counter()
+    out = await work
+    emit({"type": "agent", "agent": agent, "phase": "done", **where, "s": round(time.perf_counter() - t0, 1),
+          "tokens": tokens_of(out.calls), "ok": out.value is not None, "errors": [e[:300] for e in out.errors[-2:]]})
+    return out
 
 
 def open_store(run_dir: str | os.PathLike[str]) -> WorkspaceStore:
@@ -89,7 +106,7 @@ async def profile_root(llm: Any, data_dir: Path) -> tuple[ProfilerOutput, int, l
     from worldsmith.tools.files.profile import profile_workspace
 
     files = await asyncio.to_thread(profile_workspace, data_dir)
-    out = await profile(llm, files)
+    out = await traced("profiler", profile(llm, files))
     if out.value is None:
         return fallback_profile(files), tokens_of(out.calls), [f"profiler: {e}" for e in out.errors[-3:]] or [
             "profiler gave no profile"]
@@ -120,8 +137,8 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
     def seen(question: str) -> bool:
         return memory.is_duplicate(question, cfg.duplicate_threshold).duplicate
 
-    decided = await direct(llm, records, prof.workspace, prof.domain, seen=seen, k=cfg.directions,
-                           max_depth=cfg.budget.max_depth)
+    decided = await traced("director", direct(llm, records, prof.workspace, prof.domain, seen=seen,
+                                              k=cfg.directions, max_depth=cfg.budget.max_depth))
     tokens, errors = tokens_of(decided.calls), [f"director: {e}" for e in decided.errors]
     if decided.value is None:
         return [], tokens, errors or ["director: no usable decision"]
@@ -130,7 +147,7 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
     items: list[dict[str, Any]] = []
     if isinstance(decision, Composition):
         parents = list(dict.fromkeys(node_of(s) for s in decision.sources))
-        got = await propose(llm, decision, findings, prof.workspace)
+        got = await traced("proposer", propose(llm, decision, findings, prof.workspace))
         tokens += tokens_of(got.calls)
         if got.value is None:
             return [], tokens, errors + [f"proposer: {e}" for e in got.errors[-2:]]
@@ -143,11 +160,12 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
     for d in decision.directions:
         questions = [d.question]
         if d.mode == "decompose":
-            parts = await decompose(llm, d.question, files)
+            parts = await traced("decomposer", decompose(llm, d.question, files))
             tokens += tokens_of(parts.calls)
             questions = parts.value.parts if parts.value is not None else split_objective(d.question)
         for q in questions:
-            got = await propose(llm, d.model_copy(update={"question": q}), findings, prof.workspace)
+            got = await traced("proposer", propose(llm, d.model_copy(update={"question": q}), findings,
+                                                   prof.workspace))
             tokens += tokens_of(got.calls)
             if got.value is None:
                 errors += [f"proposer ({q[:60]}): {e}" for e in got.errors[-2:]]
@@ -231,12 +249,13 @@ async def run_node(llm: Any, store: WorkspaceStore, sandbox: Any, cfg: EvolveCon
         executed = goal.model_copy(update={"context_summary": (goal.context_summary + "\n\n" + item["context"]).strip()})
 
     async def run_round(k: int, staging: Path, feedback: str | None) -> Outcome[ExecutionResult]:
-        return await execute(llm, executed, node=node.id, workdir=staging, inputs=inputs, sandbox=sandbox,
-                             max_script_attempts=cfg.script_attempts, timeout_s=cfg.timeout_s, feedback=feedback)
+        return await traced("executor", execute(llm, executed, node=node.id, workdir=staging, inputs=inputs,
+                                                sandbox=sandbox, max_script_attempts=cfg.script_attempts,
+                                                timeout_s=cfg.timeout_s, feedback=feedback), node=node.id, round=k)
 
     async def check(result: ExecutionResult, staging: Path) -> Any:
-        return await validate(llm, result, executed, workdir=staging, inputs=inputs, sandbox=sandbox,
-                              timeout_s=cfg.timeout_s)
+        return await traced("validator", validate(llm, result, executed, workdir=staging, inputs=inputs,
+                                                  sandbox=sandbox, timeout_s=cfg.timeout_s), node=node.id)
 
     try:
         reviewed = await review_loop(run_round, check, workdir, max_rounds=cfg.budget.review_rounds)
