@@ -89,10 +89,9 @@ class _Checker:
         if isinstance(decision, Expansion):
             if decision.parent not in self.eligible:
                 return [f"parent {decision.parent!r} is not eligible; choose one of {sorted(self.eligible)}"]
-            problems = [] if len(decision.directions) <= self.k else [
-                f"{len(decision.directions)} directions; at most {self.k} are allowed"]
+            problems: list[str] = []
             earlier: set[str] = set()
-            for d in decision.directions:
+            for d in decision.directions[: self.k]:  # more than k: the first k count, the rest are dropped
                 problems += self.direction_problems(decision.parent, d, earlier)
                 earlier.add(normalise_text(d.question))
             return problems
@@ -122,11 +121,18 @@ class _Checker:
             return None
         return DirectorOutput(decision=decision.model_copy(update={"directions": kept[: self.k]}))
 
+    def trimmed(self, out: DirectorOutput) -> DirectorOutput:
+        decision = out.decision
+        if isinstance(decision, Expansion) and len(decision.directions) > self.k:
+            return DirectorOutput(decision=decision.model_copy(update={"directions": decision.directions[: self.k]}))
+        return out
+
 
 async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile, domain: DomainProfile, *,
                  seen: Callable[[str], bool], k: int = 3, max_depth: int = 4, role: str = "teacher",
-                 retries: int = 2) -> Outcome[DirectorOutput]:
-    """The next expansion or composition. `seen(question)` says whether memory already holds a similar question."""
+                 retries: int = 2, tables: str = "") -> Outcome[DirectorOutput]:
+    """The next expansion or composition. `seen(question)` says whether memory already holds a similar question;
+    `tables` lists the data's tables and columns (so questions name what can be computed)."""
     if k < 1:
         raise ValueError(f"director: k must be at least 1, got {k}")
     checker = _Checker(nodes, domain, k, max_depth, seen)
@@ -137,21 +143,24 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
     asked = sorted({n.goal for n in nodes if n.goal})
     messages = [{"role": "system", "content": t.section("system")},
                 {"role": "user", "content": t.section(
-                    "user", overview=workspace.overview, work_modes=", ".join(domain.work_modes),
+                    "user", overview=workspace.overview, tables=tables.strip() or "(see the workspace overview)",
+                    work_modes=", ".join(domain.work_modes),
                     graph=render_graph(nodes), asked="\n".join(f"- {q}" for q in asked) or "(none)", k=str(k),
                     eligible=", ".join(sorted(checker.eligible)) or "(none: compose)")}]
     outcome = await ask(llm, messages, DirectorOutput, role=role, templates=versions(TEMPLATE),
                         check=checker.problems, retries=retries)
-    if outcome.value is None and outcome.calls:
-        last = _last_decision(outcome)
-        outcome.value = checker.salvage(last) if last is not None else None
+    if outcome.value is not None:
+        outcome.value = checker.trimmed(outcome.value)
+    elif outcome.calls:  # no reply passed every rule: the latest expansion with acceptable directions, if any
+        outcome.value = next((kept for d in _decisions(outcome) if (kept := checker.salvage(d)) is not None), None)
     return outcome
 
 
-def _last_decision(outcome: Outcome[DirectorOutput]) -> DirectorOutput | None:
-    """The last schema-valid decision the model gave (its reply of the last recorded call)."""
+def _decisions(outcome: Outcome[DirectorOutput]) -> list[DirectorOutput]:
+    """The schema-valid decisions the model gave, latest first (the replies of the recorded calls)."""
+    out = []
     for call in reversed(outcome.calls):
         value, _ = validate_reply(call.reply, DirectorOutput)
         if value is not None:
-            return value  # type: ignore[return-value]
-    return None
+            out.append(value)  # type: ignore[arg-type]
+    return out

@@ -47,6 +47,10 @@ def profile_problems(out: ProfilerOutput, known: set[str]) -> list[str]:
     return problems
 
 
+#: completion budget: a profile of a dozen files runs past the endpoint's default of 1,024 tokens
+MAX_TOKENS = 1536
+
+
 async def profile(llm: Any, files: FileProfiles, *, role: str = "teacher", retries: int = 2,
                   max_chars: int = 8000) -> Outcome[ProfilerOutput]:
     """The workspace and domain profile of a folder whose files `files` profiles."""
@@ -58,4 +62,4 @@ async def profile(llm: Any, files: FileProfiles, *, role: str = "teacher", retri
                 {"role": "user", "content": t.section("user", profiles=files.to_prompt(max_chars))}]
     known = profiled_files(files)
     return await ask(llm, messages, ProfilerOutput, role=role, templates=versions(TEMPLATE),
-                     check=lambda out: profile_problems(out, known), retries=retries)
+                     check=lambda out: profile_problems(out, known), retries=retries, max_tokens=MAX_TOKENS)

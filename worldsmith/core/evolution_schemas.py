@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from worldsmith.core.schemas import Finding, Model
 
@@ -27,6 +27,17 @@ def _nonempty(v: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_nonempty)]  # a required, non-blank string
+
+
+def _first(n: int) -> BeforeValidator:
+    return BeforeValidator(lambda v: v[:n] if isinstance(v, list) else v)
+
+
+#: Lists a model writes are capped: the JSON schema says maxItems (a grammar-constrained small model cannot run on
+#: past it, and a reply stays inside the completion budget) and longer lists from other endpoints are cut, not refused.
+Cap3 = _first(3)
+Cap6 = _first(6)
+Cap12 = _first(12)
 
 
 # --------------------------------------------------------------------------------------------- profiler
@@ -48,18 +59,22 @@ class WorkspaceProfile(Model):
     """The profiler's reading of a workspace (the deterministic file profiles are its input)."""
 
     overview: Text = Field(description="2-4 sentences: what the workspace is about")
-    artifacts: list[Artifact] = Field(min_length=1)
-    relations: list[Relation] = Field(default_factory=list, description="joins and links between files")
-    usage_notes: list[str] = Field(default_factory=list, description="how the files are meant to be used")
-    hazards: list[str] = Field(default_factory=list, description="defects an analyst must handle (missing values, "
+    artifacts: Annotated[list[Artifact], Cap12] = Field(min_length=1, max_length=12)
+    relations: Annotated[list[Relation], Cap6] = Field(default_factory=list, max_length=6,
+                                                       description="joins and links between files")
+    usage_notes: Annotated[list[str], Cap6] = Field(default_factory=list, max_length=6,
+                                                    description="how the files are meant to be used")
+    hazards: Annotated[list[str], Cap6] = Field(default_factory=list, max_length=6,
+                                                description="defects an analyst must handle (missing values, "
                                "duplicates, unit drift, inconsistent ids, ...)")
 
 
 class DomainProfile(Model):
     domain: str = Field(description="the field the data comes from, e.g. 'subscription retail'")
-    work_modes: list[str] = Field(min_length=1, description="kinds of analysis work that fit (descriptive, "
+    work_modes: Annotated[list[str], Cap6] = Field(min_length=1, max_length=6, description="kinds of analysis work that fit (descriptive, "
                                   "diagnostic, forecasting, cohort analysis, ...)")
-    methods: list[str] = Field(default_factory=list, description="domain methods worth applying")
+    methods: Annotated[list[str], Cap6] = Field(default_factory=list, max_length=6,
+                                                description="domain methods worth applying")
 
 
 class ProfilerOutput(Model):
@@ -101,12 +116,13 @@ class Direction(Model):
 class Expansion(Model):
     kind: Literal["expansion"] = "expansion"
     parent: str = Field(description="id of an eligible (verified) node to expand")
-    directions: list[Direction] = Field(min_length=1)
+    directions: Annotated[list[Direction], Cap3] = Field(min_length=1, max_length=3)
 
 
 class Composition(Model):
     kind: Literal["composition"] = "composition"
-    sources: list[str] = Field(min_length=2, description="ids of >= 2 verified findings, from different nodes")
+    sources: Annotated[list[str], Cap3] = Field(min_length=2, max_length=3,
+                                                description="ids of >= 2 verified findings, from different nodes")
     relation: Text = Field(description="how the sources relate")
     objective: Text = Field(description="the joint question")
     why: Text = Field(description="why both sources are needed")
@@ -289,7 +305,7 @@ class EvolveConfig(Model):
     """One evolution run's knobs (written to the run's config.json; a resumed run reads them back)."""
 
     budget: EvolveBudget = Field(default_factory=EvolveBudget)
-    directions: int = Field(2, ge=1, description="k: directions the director may give per expansion")
+    directions: int = Field(2, ge=1, le=3, description="k: directions the director may give per expansion")
     concurrency: int = Field(2, ge=1, description="independent branches executed at once")
     docs: str | None = Field(None, description="a folder of documents (.md/.txt/.pdf) for search mode")
     web_search: bool = Field(False, description="search mode may also query the web (off when offline)")

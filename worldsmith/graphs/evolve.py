@@ -36,6 +36,7 @@ class EvolveInput(TypedDict, total=False):
 class EvolveState(EvolveInput, total=False):
     root: int
     profile: dict[str, Any]  # a ProfilerOutput dump
+    tables: str  # the data's tables and columns, one line each (evolve_ops.table_lines)
     step: int
     idle: int  # consecutive rounds that planned nothing
     tokens: int
@@ -58,11 +59,11 @@ async def setup(state: EvolveState, runtime: Runtime[GraphRuntime]) -> dict[str,
     root = nodes[0] if nodes else await asyncio.to_thread(store.create_root, data_dir)
     memory = await asyncio.to_thread(ops.open_memory, run_dir, rt.llm)
     notes = await ops.ingest_documents(memory, data_dir, cfg.docs)
-    prof, tokens, errors = await ops.profile_root(rt.llm, data_dir)
+    prof, tables, tokens, errors = await ops.profile_root(rt.llm, data_dir)
     if errors:
         notes.append("profiler failed; the file tools' profile stands in: " + "; ".join(errors))
     emit({"type": "setup", "root": root.id, "overview": prof.workspace.overview, "notes": notes})
-    return {"root": root.id, "profile": prof.model_dump(mode="json"), "step": 0, "idle": 0, "tokens": tokens,
+    return {"root": root.id, "profile": prof.model_dump(mode="json"), "tables": tables, "step": 0, "idle": 0, "tokens": tokens,
             "items": [], "runs": [], "notes": notes, "stop": None}
 
 
@@ -91,7 +92,7 @@ async def plan(state: EvolveState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     store = await asyncio.to_thread(ops.open_store, run_dir)
     memory = await asyncio.to_thread(ops.open_memory, run_dir, rt.llm)
     prof = ProfilerOutput.model_validate(state["profile"])
-    items, tokens, errors = await ops.plan_round(rt.llm, store, memory, cfg, prof)
+    items, tokens, errors = await ops.plan_round(rt.llm, store, memory, cfg, prof, state.get("tables", ""))
     made = len(await asyncio.to_thread(store.graph.nodes)) - 1
     items = items[: max(0, cfg.budget.max_nodes - made)]
     step = state.get("step", 0) + 1

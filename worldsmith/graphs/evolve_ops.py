@@ -101,16 +101,35 @@ def fallback_profile(files: Any) -> ProfilerOutput:
         domain=DomainProfile(domain="general", work_modes=FALLBACK_WORK_MODES))
 
 
-async def profile_root(llm: Any, data_dir: Path) -> tuple[ProfilerOutput, int, list[str]]:
-    """The profiler's reading of the data folder (or the fallback profile), its tokens and its errors."""
+def table_lines(files: Any, max_chars: int = 2500) -> str:
+    """One line per table of the folder: its label, rows and column names (what the director's questions may
+    compute on). Columns past the budget are counted, not listed."""
+    lines = []
+    budget = max_chars // max(1, len(files.tables))
+    for t in files.tables:
+        head = f"- {t.label} ({t.n_rows}{'' if t.n_rows_exact else '~'} rows): "
+        names, shown = [c.name for c in t.columns], []
+        for name in names:
+            if len(head) + len(", ".join([*shown, name])) > budget:
+                break
+            shown.append(name)
+        more = f", … (+{len(names) - len(shown)} more)" if len(shown) < len(names) else ""
+        lines.append(head + ", ".join(shown) + more)
+    return "\n".join(lines)
+
+
+async def profile_root(llm: Any, data_dir: Path) -> tuple[ProfilerOutput, str, int, list[str]]:
+    """The profiler's reading of the data folder (or the fallback profile), the folder's tables and columns
+    (:func:`table_lines`), its tokens and its errors."""
     from worldsmith.tools.files.profile import profile_workspace
 
     files = await asyncio.to_thread(profile_workspace, data_dir)
+    tables = table_lines(files)
     out = await traced("profiler", profile(llm, files))
     if out.value is None:
-        return fallback_profile(files), tokens_of(out.calls), [f"profiler: {e}" for e in out.errors[-3:]] or [
-            "profiler gave no profile"]
-    return out.value, tokens_of(out.calls), []
+        return fallback_profile(files), tables, tokens_of(out.calls), [
+            f"profiler: {e}" for e in out.errors[-3:]] or ["profiler gave no profile"]
+    return out.value, tables, tokens_of(out.calls), []
 
 
 async def ingest_documents(memory: RunMemory, data_dir: Path, docs: str | None) -> list[str]:
@@ -126,7 +145,7 @@ async def ingest_documents(memory: RunMemory, data_dir: Path, docs: str | None) 
 
 
 async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: EvolveConfig,
-                     prof: ProfilerOutput) -> tuple[list[dict[str, Any]], int, list[str]]:
+                     prof: ProfilerOutput, tables: str = "") -> tuple[list[dict[str, Any]], int, list[str]]:
     """Director → (decomposer) → proposer for each direction → the round's planned nodes, tokens, errors.
     A planned node is plain data (it is checkpointed): parents, mode, question, depends_on, work_mode, goal (a
     GoalPackage dump), context and retrieved (search mode)."""
@@ -138,7 +157,7 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
         return memory.is_duplicate(question, cfg.duplicate_threshold).duplicate
 
     decided = await traced("director", direct(llm, records, prof.workspace, prof.domain, seen=seen,
-                                              k=cfg.directions, max_depth=cfg.budget.max_depth))
+                                              k=cfg.directions, max_depth=cfg.budget.max_depth, tables=tables))
     tokens, errors = tokens_of(decided.calls), [f"director: {e}" for e in decided.errors]
     if decided.value is None:
         return [], tokens, errors or ["director: no usable decision"]

@@ -55,7 +55,7 @@ async def test_composition_needs_verified_findings_from_two_nodes(scripted_llm) 
     assert out.errors == ["sources ['f1x'] are not verified findings"]
 
 
-async def test_repeats_unverified_dependencies_and_too_many_directions_are_refused(scripted_llm) -> None:
+async def test_repeats_and_unverified_dependencies_are_refused(scripted_llm) -> None:
     script, llm = scripted_llm
     asked = {"what drives unit volume in the south?"}
     bad = {"decision": {"kind": "expansion", "parent": "n1", "directions": [
@@ -66,13 +66,45 @@ async def test_repeats_unverified_dependencies_and_too_many_directions_are_refus
     good = {"decision": {"kind": "expansion", "parent": "n1", "directions": [direction("Is south's total driven by "
                                                                                      "one large sale?")]}}
     script.queue(bad, good)
-    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: q.lower() in asked, k=2)
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: q.lower() in asked, k=3)
     assert out.ok and len(out.calls) == 2
     joined = "\n".join(out.errors)
-    assert "3 directions; at most 2 are allowed" in joined
     assert "'Which region sells most?' repeats a question" in joined
     assert "'What drives unit volume in the south?' repeats a question" in joined
     assert "depends_on 'f1x' is not a verified finding of node 'n1'" in joined
+
+
+async def test_more_than_k_directions_keep_the_first_k(scripted_llm) -> None:
+    script, llm = scripted_llm
+    many = {"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("Is south's total driven by one large sale?"), direction("Do units and amount move together?"),
+        direction("Which region grows fastest by quarter?")]}}
+    script.queue(many)
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, k=2)
+    assert out.errors == [] and len(out.calls) == 1  # not a reason to ask again: the rest are dropped
+    assert [d.question for d in out.value.decision.directions] == [
+        "Is south's total driven by one large sale?", "Do units and amount move together?"]
+
+
+async def test_salvage_takes_an_earlier_expansion_when_the_last_reply_is_an_unusable_composition(scripted_llm) -> None:
+    script, llm = scripted_llm
+    mixed = {"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("Which region sells most?"), direction("Are south's sales concentrated in one sale?")]}}
+    bad_compose = {"decision": {"kind": "composition", "sources": ["f1", "f1"], "relation": "r", "objective": "o",
+                                "why": "w"}}
+    script.queue(mixed, bad_compose)
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, retries=1)
+    assert out.ok and len(out.calls) == 2
+    assert [d.question for d in out.value.decision.directions] == ["Are south's sales concentrated in one sale?"]
+
+
+async def test_the_prompt_lists_the_tables_columns(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("Is south's total driven by one large sale?")]}})
+    await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, tables="- sales.csv (3 rows): region, amount")
+    prompt = script.requests[0].messages[-1]["content"]
+    assert "- sales.csv (3 rows): region, amount" in prompt and "Do not ask what a file contains" in prompt
 
 
 async def test_an_ineligible_parent_is_refused_and_salvage_keeps_the_valid_directions(scripted_llm) -> None:
