@@ -9,6 +9,7 @@ model writes the result, whose conclusion may state only numbers the script prin
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide
+from worldsmith.agents.analyst import decide, files_profile
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -33,6 +34,17 @@ TEMPLATE = "evolve_executor.md"
 RESULT_FILE = "execution_result.json"
 LOG_FILE = "analysis_log.md"
 OBSERVATION_CHARS = 4000
+#: the compact file profile in the script prompt (load calls and columns first; rows are shed to fit)
+PROFILE_CHARS = 3000
+
+
+def _profile(inputs: list[Path], max_chars: int) -> str:
+    """The inputs' tables as the analyst sees them: the exact load call, the columns and a few rows of each
+    (a small model that guesses column names writes scripts that fail)."""
+    tables = [p for p in inputs if p.is_file() or p.is_dir()]
+    if not tables:
+        return "(none)"
+    return files_profile([str(p) for p in tables], max_chars)
 
 
 def script_name(node: str | int) -> str:
@@ -75,7 +87,8 @@ class _Log:
 
 async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path, inputs: list[Path],
                   sandbox: SandboxConfig, role: str = "agent", max_script_attempts: int = 3, report_retries: int = 2,
-                  timeout_s: float | None = None, feedback: str | None = None) -> Outcome[ExecutionResult]:
+                  timeout_s: float | None = None, feedback: str | None = None,
+                  profile_chars: int = PROFILE_CHARS) -> Outcome[ExecutionResult]:
     """Run `goal` and write the node's three files into `workdir`. `feedback`: a reviewer's issues with an
     earlier attempt (the review loop's revision round). The result is returned even when it failed."""
     if max_script_attempts < 1:
@@ -83,7 +96,8 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     workdir.mkdir(parents=True, exist_ok=True)
     t, names = template(TEMPLATE), [p.name for p in inputs]
     user = t.section("user", goal=goal.goal, context=goal.context_summary or "(nothing yet)",
-                     files="\n".join(f"- {n}" for n in names) or "(none)")
+                     files="\n".join(f"- {n}" for n in names) or "(none)",
+                     profile=await asyncio.to_thread(_profile, inputs, profile_chars))
     if feedback:
         user += "\n\n" + t.section("review feedback", issues=feedback)
     messages = [{"role": "system", "content": t.section("system")}, {"role": "user", "content": user}]
