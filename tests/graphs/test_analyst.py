@@ -174,6 +174,35 @@ async def test_a_column_name_in_the_wrong_case_gets_the_exact_names(scripted, sa
     assert script.requests[1].messages[-1]["content"].count("'Amount' → 'amount'") == 1
 
 
+async def test_a_file_read_with_the_wrong_reader_gets_its_exact_load_call(scripted, tmp_path: Path) -> None:
+    import pandas as pd
+
+    book = tmp_path / "in" / "sales book.xlsx"
+    book.parent.mkdir()
+    pd.DataFrame({"region": ["north", "south"], "amount": [10, 30]}).to_excel(book, sheet_name="q1", index=False)
+    script, make_rt = scripted
+    wrong = "<think>load</think><code>df = pd.read_csv('sales book.xlsx')\nprint(df.amount.mean())</code>"
+    right = "<think>load</think><code>df = pd.read_excel('sales book.xlsx', sheet_name='q1')\nprint(df.amount.mean())</code>"
+    script.queue(wrong, right, "<think>done</think><answer>@mean_amount[20.0]</answer>")
+    final, _ = await _run(make_rt(), QUESTION, [book])
+    steps = final["trajectory"]["steps"]
+    assert "Load each file exactly as the file list shows: sales book.xlsx → pd.read_excel(" in steps[0]["observation"]
+    assert "sheet_name=\"q1\"" in steps[0]["observation"].split("Load each file")[1]
+    assert "20.0" in steps[1]["observation"] and "Load each file" not in steps[1]["observation"]
+    assert final["trajectory"]["status"] == "answered"
+
+
+async def test_a_cell_cut_off_at_the_turn_budget_is_named_as_such(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    long_cell = "<think>all at once</think><code>df = pd.read_csv('sales.csv')\n" + "x = 1 " * 80 + "\ny = (</code>"
+    script.queue(long_cell, CODE_TURN, ANSWER_TURN)
+    final, _ = await _run(make_rt(analyst={"max_tokens_per_turn": 64}), QUESTION, [sales_csv])
+    traj = final["trajectory"]
+    assert traj["calls"][0]["finish_reason"] == "length"
+    assert "reached the 64-token limit of a turn, so this code was cut off" in traj["steps"][0]["observation"]
+    assert "token limit" not in traj["steps"][1]["observation"]  # a complete cell gets no such note
+
+
 async def test_rounding_feedback_ignored_twice_is_recorded_as_post_processing(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"

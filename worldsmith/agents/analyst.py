@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from worldsmith.core.schemas import Action
@@ -208,14 +209,38 @@ def missing_columns(message: str, columns: Sequence[str]) -> list[tuple[str, lis
     return out
 
 
-def observation_text(result: Any, max_chars: int, columns: Sequence[str] = ()) -> str:
-    """The interpreter output the model sees for one executed cell, with a nudge after errors (and, for a
-    KeyError on a near-miss of a column name, the exact names the data uses)."""
+#: a pandas reader called on a quoted path: pd.read_csv("data/x.xlsx", ...)
+_READ_CALL = re.compile(r"\b(?:pd|pandas)\.(read_\w+)\(\s*[rf]?(['\"])(.+?)\2")
+
+
+def wrong_readers(code: str, loads: dict[str, str]) -> list[str]:
+    """The exact load call of every input file `code` reads with another pandas reader than its own (a workbook
+    through read_csv, say): 'path → load call'. Files the profile does not know are left alone."""
+    by_name = {PurePosixPath(k).name: v for k, v in loads.items()}
+    out = []
+    for m in _READ_CALL.finditer(code):
+        func, path = m.group(1), m.group(3)
+        want = loads.get(path) or loads.get(path.removeprefix("./")) or by_name.get(PurePosixPath(path).name)
+        right = re.search(r"\bpd\.(read_\w+)\(", want or "")
+        if right is not None and right.group(1) != func and want not in out:
+            out.append(f"{path} → {want}")
+    return out
+
+
+def observation_text(result: Any, max_chars: int, columns: Sequence[str] = (), *, code: str = "",
+                     loads: dict[str, str] | None = None, cut_off_at: int | None = None) -> str:
+    """The interpreter output the model sees for one executed cell, with a nudge after errors: for a KeyError on a
+    near-miss of a column name, the exact names the data uses; for a file read with the wrong pandas reader, its
+    exact load call; for a cell cut off at the turn's token budget (`cut_off_at`), that it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
+    if cut_off_at is not None:
+        text += "\n" + feedback("cut off", tokens=str(cut_off_at))
     if error and error.type == "KeyError" and (missing := missing_columns(error.message, columns)):
         text += "\n" + feedback("missing column", names="; ".join(
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
+    if error and (wrong := wrong_readers(code, loads or {})):
+        text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
     if error:
         text += "\n" + feedback("code failed")
     elif not text.strip():

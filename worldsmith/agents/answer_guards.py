@@ -60,6 +60,7 @@ class DataFacts:
 
     columns: tuple[str, ...] = ()
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    loads: dict[str, str] = field(default_factory=dict)  # file (and its alias) as mounted → its exact load call
 
     @classmethod
     def from_profile(cls, ws: Any) -> DataFacts:
@@ -67,7 +68,12 @@ class DataFacts:
         columns: dict[str, None] = {}
         ranges: dict[str, tuple[float, float]] = {}
         unknown: set[str] = set()
+        loads: dict[str, str] = {}
         for table in ws.tables:
+            if getattr(table, "load", None):
+                loads.setdefault(table.file, table.load)
+            if getattr(table, "alias", None) and getattr(table, "alias_load", None):
+                loads.setdefault(table.alias, table.alias_load)
             for c in table.columns:
                 columns[c.name] = None
                 if c.semantic_type != "numeric":
@@ -78,14 +84,16 @@ class DataFacts:
                     continue
                 old = ranges.get(c.name, (lo, hi))
                 ranges[c.name] = (min(old[0], float(lo)), max(old[1], float(hi)))
-        return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown})
+        return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads)
 
     def to_state(self) -> dict[str, Any]:
-        return {"columns": list(self.columns), "ranges": {k: list(v) for k, v in self.ranges.items()}}
+        return {"columns": list(self.columns), "ranges": {k: list(v) for k, v in self.ranges.items()},
+                "loads": dict(self.loads)}
 
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> DataFacts:
-        return cls(tuple(data.get("columns") or ()), {k: (v[0], v[1]) for k, v in (data.get("ranges") or {}).items()})
+        return cls(tuple(data.get("columns") or ()), {k: (v[0], v[1]) for k, v in (data.get("ranges") or {}).items()},
+                   dict(data.get("loads") or {}))
 
 
 def profile_facts(files: Sequence[str]) -> DataFacts:

@@ -171,8 +171,12 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         await sb.run(agent.PRELUDE)
         await _replay(sb, state.get("steps", []))
     result = await sb.run(code, timeout=cfg.cell_timeout_s)
-    columns = await _columns(state) if result.error is not None and result.error.type == "KeyError" else []
-    observation = agent.observation_text(result, cfg.max_observation_chars, columns)
+    facts = await _facts(state) if result.error is not None else None
+    last_call = (state.get("calls") or [{}])[-1]
+    observation = agent.observation_text(
+        result, cfg.max_observation_chars, facts.columns if facts else (), code=code,
+        loads=facts.loads if facts else None,
+        cut_off_at=cfg.max_tokens_per_turn if last_call.get("finish_reason") == "length" else None)
     nudged = observation != result.to_observation(cfg.max_observation_chars)
     previous = next((s for s in reversed(state.get("steps", [])) if s.get("action")), None)
     if previous and previous["action"] == pending["action"] and _same_output(previous.get("observation") or "", observation):
@@ -256,13 +260,13 @@ def _question_guards(state: AnalystState) -> list[dict[str, Any]]:
     return [g for g in state.get("guards", []) if g["step"] >= state.get("q_first_step", 0)]
 
 
-async def _columns(state: AnalystState) -> list[str]:
-    """Every column of the question's input files (from the file profiler, cached per file)."""
+async def _facts(state: AnalystState) -> guards.DataFacts | None:
+    """The question's input files' columns and load calls (from the file profiler, cached per file)."""
     files = state.get("files", [])
     cached = state.get("data_facts")
     if cached and cached.get("files") == files:
-        return list(cached["columns"])
-    return list((await asyncio.to_thread(guards.profile_facts, files)).columns) if files else []
+        return guards.DataFacts.from_state(cached)
+    return await asyncio.to_thread(guards.profile_facts, files) if files else None
 
 
 async def _data_facts(state: AnalystState, question: str, names: list[str]) -> dict[str, Any] | None:
