@@ -44,6 +44,8 @@ async def test_deepen_search_decompose_and_compose(tmp_path: Path) -> None:
     done = [e for e in seen if e["type"] == "agent" and e["phase"] == "done"]
     assert all(e["s"] >= 0 and e["tokens"] > 0 for e in done if e["agent"] != "validator")
     assert sum(1 for e in run.events() if e.get("type") == "agent") == len(agents)  # the run log keeps them
+    # every review round's analysis log is on record beside the node (rejected rounds' files are not kept)
+    assert "# Analysis log" in (run.path / "nodes" / "2.round1.analysis_log.md").read_text()
     assert [(n.id, n.mode, n.parents, n.status) for n in nodes] == [
         (1, "root", [], "supported"),
         (2, "deepen", [1], "supported"), (3, "search", [1], "supported"),
@@ -93,6 +95,9 @@ async def test_review_loop_outcomes_and_what_is_kept(tmp_path: Path) -> None:
     rejected = read_model(run.path / "nodes" / "3.json", NodeRun)
     assert [r.kept for r in rejected.review.rounds] == [False, False] and not rejected.review.accepted
     assert nodes[3].snapshot is None and nodes[3].conclusion == ""  # the rejected update was discarded
+    # ... but the record of why stays with the run: both rounds' analysis logs, outside the workspace
+    logs = sorted(p.name for p in (run.path / "nodes").glob("3.round*.analysis_log.md"))
+    assert logs == ["3.round1.analysis_log.md", "3.round2.analysis_log.md"]
     assert nodes[4].conclusion == "The total amount is 150.0 (mean 30.0, median 30.0)."
     assert summary.status_counts == {"supported": 1, "revised": 1, "unsupported": 1}
     assert summary.verified == 2 and summary.tokens > 0

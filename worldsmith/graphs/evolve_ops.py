@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from worldsmith.agents.asking import Outcome
 from worldsmith.agents.decomposer import decompose
 from worldsmith.agents.director import direct
-from worldsmith.agents.executor import execute
+from worldsmith.agents.executor import LOG_FILE, execute
 from worldsmith.agents.profiler import profile
 from worldsmith.agents.proposer import propose
 from worldsmith.agents.review import review_loop
@@ -224,6 +224,16 @@ def _move_generated(workdir: Path, result: ExecutionResult) -> None:
                 src.parent.rmdir()
 
 
+def _keep_round_log(run_dir: Path, node_id: int, k: int, staging: Path) -> None:
+    """The run's record of a review round (its analysis log: every script and its output), kept beside the node's
+    summary whatever the verdict. A rejected round's files never enter the workspace; its log says why it failed."""
+    log = staging / LOG_FILE
+    if log.is_file():
+        dst = run_dir / NODES_DIR / f"{node_id}.round{k}.{LOG_FILE}"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(dst, log.read_text(encoding="utf-8"))
+
+
 def node_run_path(run_dir: Path, node_id: int) -> Path:
     return run_dir / NODES_DIR / f"{node_id}.json"
 
@@ -268,9 +278,11 @@ async def run_node(llm: Any, store: WorkspaceStore, sandbox: Any, cfg: EvolveCon
         executed = goal.model_copy(update={"context_summary": (goal.context_summary + "\n\n" + item["context"]).strip()})
 
     async def run_round(k: int, staging: Path, feedback: str | None) -> Outcome[ExecutionResult]:
-        return await traced("executor", execute(llm, executed, node=node.id, workdir=staging, inputs=inputs,
-                                                sandbox=sandbox, max_script_attempts=cfg.script_attempts,
-                                                timeout_s=cfg.timeout_s, feedback=feedback), node=node.id, round=k)
+        ran = await traced("executor", execute(llm, executed, node=node.id, workdir=staging, inputs=inputs,
+                                               sandbox=sandbox, max_script_attempts=cfg.script_attempts,
+                                               timeout_s=cfg.timeout_s, feedback=feedback), node=node.id, round=k)
+        await asyncio.to_thread(_keep_round_log, run_dir, node.id, k, staging)
+        return ran
 
     async def check(result: ExecutionResult, staging: Path) -> Any:
         return await traced("validator", validate(llm, result, executed, workdir=staging, inputs=inputs,
