@@ -7,7 +7,8 @@ similarity) and against the questions already in the graph.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
@@ -55,6 +56,12 @@ def render_graph(nodes: list[NodeRecord], max_chars: int = 12_000) -> str:
     return text
 
 
+def _names(question: str, column: str) -> bool:
+    """Whether a question names a column: as written, or with its underscores read as spaces."""
+    variants = {column, column.replace("_", " ")}
+    return any(re.search(rf"(?<![\w]){re.escape(v)}(?![\w])", question, re.IGNORECASE) for v in variants if len(v) > 1)
+
+
 def _clip(text: str, limit: int | None) -> str:
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
@@ -63,7 +70,8 @@ class _Checker:
     """The deterministic rules a decision must satisfy; `problems` is fed back to the model."""
 
     def __init__(self, nodes: list[NodeRecord], domain: DomainProfile, k: int, max_depth: int,
-                 seen: Callable[[str], bool]) -> None:
+                 seen: Callable[[str], bool], columns: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.columns = dict(columns or {})
         self.nodes = {n.id: n for n in nodes}
         self.eligible = {n.id for n in eligible_parents(nodes, max_depth)}
         self.findings = verified_findings(nodes)
@@ -82,7 +90,19 @@ class _Checker:
         q = normalise_text(d.question)
         if q in self.asked or q in earlier or self.seen(d.question):
             out.append(f"direction {d.question!r} repeats a question already asked; ask something new")
+        node = self.nodes.get(parent)
+        if node is not None and node.depth == 0 and (spread := self.spread(d.question)):
+            out.append(f"direction {d.question!r} needs columns from several tables ({spread}); from the initial "
+                       "workspace ask what one table answers")
         return out
+
+    def spread(self, question: str) -> str:
+        """'col in table, …' when the columns a question names live in no single table (else empty)."""
+        named = {c for cols in self.columns.values() for c in cols if _names(question, c)}
+        if len(named) < 2 or any(named <= set(cols) for cols in self.columns.values()):
+            return ""
+        homes = {c: next(t for t, cols in self.columns.items() if c in cols) for c in sorted(named)}
+        return ", ".join(f"{c!r} in {t}" for c, t in homes.items())
 
     def problems(self, out: DirectorOutput) -> list[str]:
         decision = out.decision
@@ -130,12 +150,14 @@ class _Checker:
 
 async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile, domain: DomainProfile, *,
                  seen: Callable[[str], bool], k: int = 3, max_depth: int = 4, role: str = "teacher",
-                 retries: int = 2, tables: str = "") -> Outcome[DirectorOutput]:
+                 retries: int = 2, tables: str = "",
+                 columns: Mapping[str, Sequence[str]] | None = None) -> Outcome[DirectorOutput]:
     """The next expansion or composition. `seen(question)` says whether memory already holds a similar question;
-    `tables` lists the data's tables and columns (so questions name what can be computed)."""
+    `tables` lists the data's tables and columns (so questions name what can be computed); `columns` (table →
+    its column names) lets the checker refuse a first-level question that needs a join."""
     if k < 1:
         raise ValueError(f"director: k must be at least 1, got {k}")
-    checker = _Checker(nodes, domain, k, max_depth, seen)
+    checker = _Checker(nodes, domain, k, max_depth, seen, columns)
     if not checker.eligible and len({f.node_id for f in checker.findings.values()}) < 2:
         return Outcome(None, errors=[("no node can be expanded (none verified below the depth limit) and fewer "
                                       "than two nodes have verified findings to compose")])

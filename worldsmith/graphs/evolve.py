@@ -36,7 +36,7 @@ class EvolveInput(TypedDict, total=False):
 class EvolveState(EvolveInput, total=False):
     root: int
     profile: dict[str, Any]  # a ProfilerOutput dump
-    tables: str  # the data's tables and columns, one line each (evolve_ops.table_lines)
+    tables: dict[str, Any]  # the data's tables: {"text": one line each, "columns": table → column names}
     step: int
     idle: int  # consecutive rounds that planned nothing
     tokens: int
@@ -92,7 +92,7 @@ async def plan(state: EvolveState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     store = await asyncio.to_thread(ops.open_store, run_dir)
     memory = await asyncio.to_thread(ops.open_memory, run_dir, rt.llm)
     prof = ProfilerOutput.model_validate(state["profile"])
-    items, tokens, errors = await ops.plan_round(rt.llm, store, memory, cfg, prof, state.get("tables", ""))
+    items, tokens, errors = await ops.plan_round(rt.llm, store, memory, cfg, prof, state.get("tables"))
     made = len(await asyncio.to_thread(store.graph.nodes)) - 1
     items = items[: max(0, cfg.budget.max_nodes - made)]
     step = state.get("step", 0) + 1

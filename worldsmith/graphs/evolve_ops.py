@@ -118,13 +118,18 @@ def table_lines(files: Any, max_chars: int = 2500) -> str:
     return "\n".join(lines)
 
 
-async def profile_root(llm: Any, data_dir: Path) -> tuple[ProfilerOutput, str, int, list[str]]:
-    """The profiler's reading of the data folder (or the fallback profile), the folder's tables and columns
-    (:func:`table_lines`), its tokens and its errors."""
+def table_columns(files: Any) -> dict[str, list[str]]:
+    """Each table of the folder (its label) → its column names."""
+    return {t.label: [c.name for c in t.columns] for t in files.tables}
+
+
+async def profile_root(llm: Any, data_dir: Path) -> tuple[ProfilerOutput, dict[str, Any], int, list[str]]:
+    """The profiler's reading of the data folder (or the fallback profile), the folder's tables
+    ({"text": :func:`table_lines`, "columns": :func:`table_columns`}), its tokens and its errors."""
     from worldsmith.tools.files.profile import profile_workspace
 
     files = await asyncio.to_thread(profile_workspace, data_dir)
-    tables = table_lines(files)
+    tables = {"text": table_lines(files), "columns": table_columns(files)}
     out = await traced("profiler", profile(llm, files))
     if out.value is None:
         return fallback_profile(files), tables, tokens_of(out.calls), [
@@ -145,7 +150,8 @@ async def ingest_documents(memory: RunMemory, data_dir: Path, docs: str | None) 
 
 
 async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: EvolveConfig,
-                     prof: ProfilerOutput, tables: str = "") -> tuple[list[dict[str, Any]], int, list[str]]:
+                     prof: ProfilerOutput, tables: dict[str, Any] | None = None
+                     ) -> tuple[list[dict[str, Any]], int, list[str]]:
     """Director → (decomposer) → proposer for each direction → the round's planned nodes, tokens, errors.
     A planned node is plain data (it is checkpointed): parents, mode, question, depends_on, work_mode, goal (a
     GoalPackage dump), context and retrieved (search mode)."""
@@ -157,7 +163,9 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
         return memory.is_duplicate(question, cfg.duplicate_threshold).duplicate
 
     decided = await traced("director", direct(llm, records, prof.workspace, prof.domain, seen=seen,
-                                              k=cfg.directions, max_depth=cfg.budget.max_depth, tables=tables))
+                                              k=cfg.directions, max_depth=cfg.budget.max_depth,
+                                              tables=(tables or {}).get("text", ""),
+                                              columns=(tables or {}).get("columns")))
     tokens, errors = tokens_of(decided.calls), [f"director: {e}" for e in decided.errors]
     if decided.value is None:
         return [], tokens, errors or ["director: no usable decision"]

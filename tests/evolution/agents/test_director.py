@@ -144,3 +144,23 @@ def test_a_decision_without_its_kind_is_read_by_its_fields() -> None:
     comp = DirectorOutput.model_validate({"decision": {"sources": ["f1", "f2"], "relation": "r", "objective": "o",
                                                        "why": "w"}})
     assert isinstance(exp.decision, Expansion) and isinstance(comp.decision, Composition)
+
+
+async def test_a_first_level_question_that_needs_a_join_is_refused(scripted_llm) -> None:
+    script, llm = scripted_llm
+    columns = {"crm.xlsx[crm]": ["customer_id", "region", "segment"],
+               "orders.csv": ["order_id", "acct_ref", "discount_pct", "amount"]}
+    join = {"decision": {"kind": "expansion", "parent": "n0", "directions": [
+        direction("What is the average order amount for each region?", depends_on="f0")]}}
+    one_table = {"decision": {"kind": "expansion", "parent": "n0", "directions": [
+        direction("How does the discount pct relate to the amount of an order?", depends_on="f0")]}}
+    deeper = {"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("What is the average amount per segment?")]}}  # below the root a join may build on a finding
+    script.queue(join, one_table, deeper)
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, columns=columns)
+    assert out.errors == ["direction 'What is the average order amount for each region?' needs columns from several "
+                          "tables ('amount' in orders.csv, 'region' in crm.xlsx[crm]); from the initial workspace ask "
+                          "what one table answers"]
+    assert out.value.decision.directions[0].question.startswith("How does the discount pct")  # one table: accepted
+    again = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, columns=columns)
+    assert again.errors == [] and again.value.decision.parent == "n1"
