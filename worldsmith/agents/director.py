@@ -14,9 +14,11 @@ from typing import Any
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.evolution_schemas import (
     Composition,
+    CompositionOnly,
     DirectorOutput,
     DomainProfile,
     Expansion,
+    ExpansionOnly,
     NodeRecord,
     WorkspaceProfile,
     is_verified,
@@ -75,6 +77,7 @@ class _Checker:
         self.nodes = {n.id: n for n in nodes}
         self.eligible = {n.id for n in eligible_parents(nodes, max_depth)}
         self.findings = verified_findings(nodes)
+        self.finding_ids = {f.id for n in nodes for f in n.findings}
         self.work_modes = {normalise_text(w) for w in domain.work_modes}
         self.asked = {normalise_text(n.goal) for n in nodes if n.goal}
         self.k, self.seen = k, seen
@@ -141,6 +144,20 @@ class _Checker:
             return None
         return DirectorOutput(decision=decision.model_copy(update={"directions": kept[: self.k]}))
 
+    def normalised(self, out: DirectorOutput) -> DirectorOutput:
+        """A direction builds on its parent's verified finding: when the parent has exactly one, every direction's
+        depends_on is that finding (small models write the node id, '1', for the finding id, 'f1')."""
+        decision = out.decision
+        if not isinstance(decision, Expansion):
+            return out
+        own = [f for f in self.findings.values() if f.node_id == decision.parent]
+        if len(own) != 1 or all(d.depends_on in self.finding_ids for d in decision.directions):
+            return out
+        # an id that names no finding at all is re-pointed; one naming another (e.g. unverified) finding is not
+        directions = [d if d.depends_on in self.finding_ids else d.model_copy(update={"depends_on": own[0].id})
+                      for d in decision.directions]
+        return DirectorOutput(decision=decision.model_copy(update={"directions": directions}))
+
     def trimmed(self, out: DirectorOutput) -> DirectorOutput:
         decision = out.decision
         if isinstance(decision, Expansion) and len(decision.directions) > self.k:
@@ -169,13 +186,24 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
                     work_modes=", ".join(domain.work_modes),
                     graph=render_graph(nodes), asked="\n".join(f"- {q}" for q in asked) or "(none)", k=str(k),
                     eligible=", ".join(sorted(checker.eligible)) or "(none: compose)")}]
-    outcome = await ask(llm, messages, DirectorOutput, role=role, templates=versions(TEMPLATE),
-                        check=checker.problems, retries=retries)
+    # what is possible shapes the grammar: a small model offered a composition with one verified node takes it
+    can_compose = len({f.node_id for f in checker.findings.values()}) >= 2
+    schema = DirectorOutput if checker.eligible and can_compose else ExpansionOnly if checker.eligible \
+        else CompositionOnly
+    asked_for = await ask(llm, messages, schema, role=role, templates=versions(TEMPLATE),
+                          check=lambda o: checker.problems(checker.normalised(_general(o))), retries=retries)
+    outcome = Outcome[DirectorOutput](None if asked_for.value is None else checker.normalised(_general(asked_for.value)),
+                                      calls=asked_for.calls, errors=asked_for.errors)
     if outcome.value is not None:
         outcome.value = checker.trimmed(outcome.value)
     elif outcome.calls:  # no reply passed every rule: the latest expansion with acceptable directions, if any
-        outcome.value = next((kept for d in _decisions(outcome) if (kept := checker.salvage(d)) is not None), None)
+        outcome.value = next((kept for d in _decisions(outcome)
+                              if (kept := checker.salvage(checker.normalised(d))) is not None), None)
     return outcome
+
+
+def _general(out: Any) -> DirectorOutput:
+    return out if isinstance(out, DirectorOutput) else DirectorOutput(decision=out.decision)
 
 
 def _decisions(outcome: Outcome[DirectorOutput]) -> list[DirectorOutput]:

@@ -146,6 +146,19 @@ class DirectorOutput(Model):
         return data
 
 
+class ExpansionOnly(Model):
+    """The director's reply when no composition is possible (fewer than two nodes have verified findings): the
+    grammar then offers only an expansion."""
+
+    decision: Expansion
+
+
+class CompositionOnly(Model):
+    """The director's reply when no node can be expanded: the grammar offers only a composition."""
+
+    decision: Composition
+
+
 # --------------------------------------------------------------------------------------------- proposer
 
 

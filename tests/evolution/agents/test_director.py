@@ -164,3 +164,21 @@ async def test_a_first_level_question_that_needs_a_join_is_refused(scripted_llm)
     assert out.value.decision.directions[0].question.startswith("How does the discount pct")  # one table: accepted
     again = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, columns=columns)
     assert again.errors == [] and again.value.decision.parent == "n1"
+
+
+async def test_the_grammar_offers_only_what_is_possible(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n0", "directions": [
+        direction("Which region has the largest total amount?", depends_on="f0")]}})
+    out = await direct(llm, NODES[:1], WS, DOMAIN, seen=lambda q: False)  # one verified node: nothing to compose
+    assert isinstance(out.value.decision, Expansion)
+    sent = str(script.requests[0].schema)
+    assert "Expansion" in sent and "Composition" not in sent and "sources" not in sent
+
+
+async def test_a_node_id_written_for_the_finding_id_is_read_as_the_parents_finding(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("How do south's units split by sale size?", depends_on="n1")]}})
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
+    assert out.errors == [] and out.value.decision.directions[0].depends_on == "f1"
