@@ -33,7 +33,21 @@ async def test_error_reports_type_message_and_cell_traceback(backend: str) -> No
         assert "worker.py" not in r.error.traceback  # the worker's own frames are hidden
         syntax = await sb.run("def broken(:\n")
         assert syntax.error is not None and syntax.error.type == "SyntaxError"
+        assert "ast.py" not in syntax.error.traceback and "^" in syntax.error.traceback  # the caret, not the compiler
         assert (await sb.run("print('still alive')")).stdout == "still alive\n"
+
+
+async def test_a_library_error_shows_the_cells_line_and_the_raising_frame_only(backend: str) -> None:
+    async with open_sandbox(fast_config(backend)) as sb:
+        r = await sb.run("import json\ndoc = '{'\njson.loads(doc)")
+        tb = r.error.traceback
+        assert 'File "<cell-1>", line 3, in <module>' in tb and "json.loads(doc)" in tb
+        frames = [line for line in tb.splitlines() if line.lstrip().startswith('File "')]
+        assert len(frames) == 2 and frames[-1].lstrip().startswith('File "') and "decoder.py" in frames[-1]
+        assert "  ..." in tb  # the library frames in between are elided
+        assert tb.rstrip().splitlines()[-1].startswith("json.decoder.JSONDecodeError: Expecting property name")
+        chained = await sb.run("try:\n    {}['a']\nexcept KeyError as e:\n    raise ValueError('no a') from e")
+        assert "The above exception" not in chained.error.traceback and "ValueError: no a" in chained.error.traceback
 
 
 async def test_output_is_truncated_head_and_tail(backend: str) -> None:

@@ -124,7 +124,8 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                 generated = _keep_generated(Path(tmp), run.files_changed, workdir, node)
                 break
         section = "script failed" if not run.ok else "no results"
-        error = f"attempt {attempt}: " + ("the script failed" if not run.ok else "no RESULT lines printed")
+        why = f": {run.error.type}: {run.error.message[:200]}" if run.error is not None else ""
+        error = f"attempt {attempt}: " + (f"the script failed{why}" if not run.ok else "no RESULT lines printed")
         out.errors.append(error)
         messages.append({"role": "user", "content": t.section(section, observation=observation)})
         run = None

@@ -61,7 +61,7 @@ async def test_failing_scripts_and_unbacked_numbers_are_sent_back(scripted_llm, 
     assert out.value.status == "completed" and out.value.attempts == 3 and len(out.calls) == 5
     assert "KeyError" in script.requests[1].last_user and "did not work" in script.requests[1].last_user
     assert "printed no `RESULT" in script.requests[2].last_user
-    assert out.errors == ["attempt 1: the script failed", "attempt 2: no RESULT lines printed",
+    assert out.errors == ["attempt 1: the script failed: KeyError: 'revenue'", "attempt 2: no RESULT lines printed",
                           "the conclusion states 75, which the script did not print; use the printed numbers"]
 
 
@@ -72,7 +72,7 @@ async def test_a_goal_that_never_runs_is_recorded_as_failed(scripted_llm, data: 
     work = tmp_path / "n2"
     out = await execute(llm, GOAL, node=2, workdir=work, inputs=[data / "sales.csv"], sandbox=sandbox_config,
                         max_script_attempts=2)
-    assert out.value.status == "failed" and out.value.error == "attempt 2: the script failed"
+    assert out.value.status == "failed" and out.value.error == "attempt 2: the script failed: ValueError: no"
     assert out.errors[0].startswith("attempt 1: no <code> block") and len(out.calls) == 2
     assert out.calls[0].action is None and out.calls[0].void_reason and out.calls[1].action.kind == "code"
     assert ExecutionResult.model_validate_json((work / RESULT_FILE).read_text()).status == "failed"

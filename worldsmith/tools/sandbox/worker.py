@@ -256,12 +256,29 @@ class Worker:
         tb = exc.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
             tb = tb.tb_next
-        text = "".join(traceback.format_exception(type(exc), exc, tb))
+        text = self._short_traceback(exc, tb)
         if len(text) > self.limit:
             cut = Capture(self.limit)
             cut.write(text)
             text = cut.getvalue()[0]
         return {"type": type(exc).__name__, "message": str(exc)[:2000], "traceback": text}
+
+    @staticmethod
+    def _short_traceback(exc, tb):
+        """The cell's own frames and the library frame that raised, then the exception: no chained causes, no
+        library internals in between (a pandas KeyError is 15 lines of index internals otherwise)."""
+        if isinstance(exc, SyntaxError):  # raised by the compiler: the caret under the cell's line says it all
+            return "".join(traceback.format_exception_only(type(exc), exc))
+        stack = traceback.extract_tb(tb)
+        own = [i for i, f in enumerate(stack) if f.filename.startswith("<")]
+        keep = sorted(set(own) | ({len(stack) - 1} if stack else set()))
+        frames = []
+        for i in keep:
+            if frames and i - keep[keep.index(i) - 1] > 1:
+                frames.append("  ...\n")
+            frames.extend(traceback.StackSummary.from_list([stack[i]]).format())
+        head = "Traceback (most recent call last):\n" if frames else ""
+        return head + "".join(frames) + "".join(traceback.format_exception_only(type(exc), exc))
 
     def _execute(self, code, filename):
         tree = ast.parse(code, filename, "exec")
