@@ -134,9 +134,8 @@ class Player:
     def judge(self, text: str, user: str) -> Any:
         if "Propose one alternative check" in user or "Your check did not run" in user:
             data = "orders_2023.csv" if "orders_2023.csv" in text else "sales.csv"
-            return {"description": "the median instead of the mean",
-                    "code": f"import pandas as pd\ndf = pd.read_csv('{data}')\n"
-                            "print(f'RESULT median = {df.amount.median()}')"}
+            return ("<think>how many sales carry the claim: a handful would make it fragile</think>\n<code>\n"
+                    f"import pandas as pd\ndf = pd.read_csv('{data}')\nprint(f'RESULT rows = {{len(df)}}')\n</code>")
         goal = re.search(r"Goal: (.*)", user).group(1)
         claim = re.search(r"Claim: (.*)", user).group(1)
         n = self.judged[goal] = self.judged.get(goal, 0) + 1

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.asking import Outcome, ask, versions
+from worldsmith.agents.analyst import decide
+from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.agents.executor import OBSERVATION_CHARS
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -41,6 +42,8 @@ TEMPLATE = "evolve_validator.md"
 SAME_NUMBER = Tolerant(abs=1e-9, rel=1e-6)
 #: falsification checks tried when one does not run (a crash or syntax error is no evidence against the claim)
 CHECK_ATTEMPTS = 2
+#: an alternative check that lands this close to the claim's numbers agrees with it
+AGREE = Tolerant(abs=1e-9, rel=0.01)
 
 
 class FalsificationPlan(BaseModel):
@@ -109,6 +112,28 @@ async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, work
             return await _falsify(llm, result, goal, script, rerun, sb, inputs, role, retries, timeout_s)
 
 
+async def _plan(llm: Any, messages: list[dict[str, str]], role: str, used: dict[str, str],
+                index: int) -> tuple[FalsificationPlan | None, Any, str | None]:
+    """One falsification plan in the project's action grammar (<think>what it tests</think><code>the script</code>):
+    a small model writes code far more reliably in a code block than inside a JSON string. (plan, its call record,
+    why there is none)."""
+    d = await decide(llm, messages, role=role)
+    call = record_call(index, d.completion, used, reply=d.reply, sent=messages, action=d.turn.action,
+                       void_reason=d.turn.error if d.turn.action is None else None)
+    if d.turn.action is None or d.turn.action.kind != "code" or not d.turn.action.content.strip():
+        return None, call, f"no <code> block ({d.turn.error or 'the reply was an answer, not a check'})"
+    return FalsificationPlan(description=(d.turn.thought or "an alternative computation").strip(),
+                             code=d.turn.action.content), call, None
+
+
+def agreement(claimed: dict[str, float], check_stdout: str) -> bool:
+    """Whether the alternative check landed on the claim's numbers: it printed RESULT values and every one equals
+    (within 1%) a number the script recorded. Then the claim survived falsification without a model's judgement."""
+    printed = parse_results(check_stdout)
+    return bool(printed) and bool(claimed) and all(
+        any(AGREE.numbers(v, c) for c in claimed.values()) for v in printed.values())
+
+
 async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script: str, rerun: ExecResult, sb: Any,
                    inputs: list[Path], role: str, retries: int, timeout_s: float | None) -> Outcome[Verdict]:
     t, used = template(TEMPLATE), versions(TEMPLATE)
@@ -118,35 +143,43 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
         stdout=rerun.stdout[-OBSERVATION_CHARS:], files=", ".join(p.name for p in inputs))}]
     out = Outcome[Verdict](None)
     for attempt in range(1, CHECK_ATTEMPTS + 1):
-        plan = await ask(llm, messages, FalsificationPlan, role=role, templates=used, retries=retries,
-                         first_index=len(out.calls))
-        out.calls += plan.calls
-        out.errors += plan.errors
-        if plan.value is None:
+        plan, call, why = await _plan(llm, messages, role, used, len(out.calls))
+        out.calls.append(call)
+        if plan is None:
+            out.errors.append(f"falsification plan {attempt}: {why}")
+            if attempt < CHECK_ATTEMPTS:
+                messages = [*messages, {"role": "assistant", "content": call.reply},
+                            {"role": "user", "content": t.section("check failed", observation=why)}]
+                continue
             out.value = Verdict(verdict="unsupported", reproduced=True,
                                 issues=["no falsification check could be obtained from the model: "
-                                        + "; ".join(plan.errors[-2:])])
+                                        + "; ".join(out.errors[-2:])])
             return out
         await sb.restart()  # the check starts from a clean interpreter, not the script's variables
-        check = await sb.run(plan.value.code, timeout=timeout_s)
+        check = await sb.run(plan.code, timeout=timeout_s)
         if check.ok or attempt == CHECK_ATTEMPTS:
             break
         # a check that does not run is no evidence either way: the model gets its error and one more try
         failure = check.to_observation(1500)
         out.errors.append(f"falsification check {attempt} did not run: {failure[:300]}")
-        messages = [*messages, {"role": "assistant", "content": plan.value.model_dump_json()},
+        messages = [*messages, {"role": "assistant", "content": call.reply},
                     {"role": "user", "content": t.section("check failed", observation=failure)}]
     check_output = check.to_observation(OBSERVATION_CHARS)
+    if check.ok and agreement(result.numbers, check.stdout):
+        out.value = Verdict(verdict="supported", ground_truth=result.conclusion.strip(), reproduced=True,
+                            falsification=f"{plan.description}\n{check_output}",
+                            issues=[])
+        return out
     judged = await ask(llm, [system, {"role": "user", "content": t.section(
         "judge user", goal=goal.goal, claim=result.conclusion,
         reproduction="the script re-ran in a fresh sandbox and printed the recorded numbers "
                      + ", ".join(f"{k} = {v}" for k, v in result.numbers.items()),
-        check=plan.value.description, check_output=check_output)}],
+        check=plan.description, check_output=check_output)}],
         Judgement, role=role, templates=used, retries=retries, first_index=len(out.calls),
         check=lambda j: judgement_problems(j, rerun.stdout + "\n" + check.stdout + "\n" + goal.goal))
     out.calls += judged.calls
     out.errors += judged.errors
-    falsification = f"{plan.value.description}\n{check_output}"
+    falsification = f"{plan.description}\n{check_output}"
     if judged.value is None:
         out.value = Verdict(verdict="unsupported", reproduced=True, falsification=falsification,
                             issues=["the model gave no usable judgement: " + "; ".join(judged.errors[-2:])])

@@ -16,9 +16,14 @@ from worldsmith.core.store import write_model
 GOAL = GoalPackage(goal="Using sales.csv, compute the south region's total amount.")
 SCRIPT = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
           "print(f\"RESULT south_total = {df[df.region == 'south'].amount.sum()}\")")
-CHECK = {"description": "the largest single south sale, to see whether one sale drives the total",
-         "code": "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
-                 "print(f\"RESULT largest = {df[df.region == 'south'].amount.max()}\")"}
+def plan(description: str, code: str) -> str:
+    """A falsification plan as the model writes it: the action grammar, code in a code block."""
+    return f"<think>{description}</think>\n<code>\n{code}\n</code>"
+
+
+CHECK = plan("the largest single south sale, to see whether one sale drives the total",
+             "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+             "print(f\"RESULT largest = {df[df.region == 'south'].amount.max()}\")")
 
 
 def node(work: Path, conclusion: str, numbers: dict[str, float], script: str = SCRIPT) -> ExecutionResult:
@@ -203,7 +208,7 @@ async def test_a_check_that_does_not_run_is_asked_again_once(scripted_llm, data:
                                                               sandbox_config) -> None:
     script, llm = scripted_llm
     result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
-    broken = {"description": "the largest sale", "code": "import pandas as pd\nprint(f'RESULT x = {"}
+    broken = plan("the largest sale", "import pandas as pd\nprint(f'RESULT x = {")
     script.queue(broken, CHECK, {"verdict": "supported", "ground_truth": "South sold 70 in total."})
     out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
                          sandbox=sandbox_config)
@@ -211,3 +216,29 @@ async def test_a_check_that_does_not_run_is_asked_again_once(scripted_llm, data:
     assert "Your check did not run" in script.requests[1].last_user  # the error went back with the retry
     assert "RESULT largest = 50" in script.requests[2].text  # the judge saw the working check
     assert len(out.calls) == 3 and out.errors[0].startswith("falsification check 1 did not run")
+
+
+async def test_a_check_that_lands_on_the_claims_numbers_supports_it_without_a_judgement(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    total = south_total(data)
+    result = node(tmp_path / "n1", f"South sold {total:g} in total.", {"south_total": total})
+    groupby = plan("the total from a groupby instead of a filter",
+                   "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                   "print(f\"RESULT by_group = {df.groupby('region').amount.sum()['south']}\")")
+    script.queue(groupby)  # no judgement queued: none may be asked for
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "supported" and out.value.ground_truth == f"South sold {total:g} in total."
+    assert len(out.calls) == 1 and f"RESULT by_group = {total:g}" in out.value.falsification.replace(".0\n", "\n")
+
+
+async def test_a_plan_without_a_code_block_is_asked_again_then_leaves_the_claim_unsupported(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
+    script.queue("I think the claim is fine.", '{"description": "x", "code": "print(1)"}')
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported" and "no falsification check could be obtained" in out.value.issues[0]
+    assert len(out.calls) == 2 and "Your check did not run" in script.requests[1].last_user
