@@ -12,6 +12,8 @@ A model that gives no usable check leaves the criterion unverifiable: nothing un
 
 from __future__ import annotations
 
+import re
+
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,15 @@ from worldsmith.tools.sandbox import Sandbox, open_sandbox
 
 TEMPLATE = "evolve_criterion.md"
 DEFAULT_REL_TOLERANCE = 0.01  # a criterion without its own tolerance: 1% relative
+
+
+_FENCE = re.compile(r"^\s*```[\w+-]*[ \t]*\n(.*?)\n?```\s*$", re.DOTALL)
+
+
+def unfenced(code: str) -> str:
+    """A script a model wrapped in a Markdown fence inside a JSON string, without the fence."""
+    m = _FENCE.match(code)
+    return m.group(1) if m else code
 
 
 class CriterionCheck(BaseModel):
@@ -94,7 +105,7 @@ async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[st
             failure = "the model gave no recomputation script"
         else:
             await sb.restart()
-            run = await sb.run(got.value.code, timeout=timeout_s)
+            run = await sb.run(unfenced(got.value.code), timeout=timeout_s)
             recomputed = recomputed_value(run.stdout) if run.ok else None
             if recomputed is None:
                 failure = f"the recomputation printed no RESULT value: {run.to_observation(400)}"

@@ -80,7 +80,9 @@ async def test_criterion_validator_drops_a_refuted_criterion(scripted_llm, data:
         crit("c4", "explains every regional difference in depth", dim="insight", type="preference"),
         crit("c5", "mentions the marketing budget", dim="insight", type="preference"),
     ]})
-    script.on(r"Criterion c1 ", check("df[df.region == 'south'].amount.sum()"))
+    fenced = check("df[df.region == 'south'].amount.sum()")
+    fenced["code"] = "```python\n" + fenced["code"] + "\n```"  # small models fence code even inside JSON
+    script.on(r"Criterion c1 ", fenced)
     script.on(r"Criterion c2 ", check("df[df.region == 'north'].amount.mean()"))
     script.on(r"Criterion c3 ", check(None))
     script.on(r"Criterion c4 ", check(None, well_formed=False, revision="names the region with the largest total"))
