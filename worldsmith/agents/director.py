@@ -148,8 +148,11 @@ class _Checker:
         """A direction builds on its parent's verified finding: when the parent has exactly one, every direction's
         depends_on is that finding (small models write the node id, '1', for the finding id, 'f1')."""
         decision = out.decision
-        if not isinstance(decision, Expansion):
-            return out
+        if isinstance(decision, Composition):
+            sources = [self.finding_of_node(s) if s not in self.finding_ids else s for s in decision.sources]
+            if sources == decision.sources:
+                return out
+            return DirectorOutput(decision=decision.model_copy(update={"sources": sources}))
         own = [f for f in self.findings.values() if f.node_id == decision.parent]
         if len(own) != 1 or all(d.depends_on in self.finding_ids for d in decision.directions):
             return out
@@ -157,6 +160,12 @@ class _Checker:
         directions = [d if d.depends_on in self.finding_ids else d.model_copy(update={"depends_on": own[0].id})
                       for d in decision.directions]
         return DirectorOutput(decision=decision.model_copy(update={"directions": directions}))
+
+    def finding_of_node(self, ref: str) -> str:
+        """The verified finding of the node `ref` names ('2', 'n2', 'node 2'), when it has exactly one; else `ref`."""
+        node = re.sub(r"^(?:node\s*|n)", "", ref.strip(), flags=re.IGNORECASE)
+        own = [f.id for f in self.findings.values() if f.node_id in (ref.strip(), node)]
+        return own[0] if len(own) == 1 else ref
 
     def trimmed(self, out: DirectorOutput) -> DirectorOutput:
         decision = out.decision
@@ -167,11 +176,12 @@ class _Checker:
 
 async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile, domain: DomainProfile, *,
                  seen: Callable[[str], bool], k: int = 3, max_depth: int = 4, role: str = "teacher",
-                 retries: int = 2, tables: str = "",
-                 columns: Mapping[str, Sequence[str]] | None = None) -> Outcome[DirectorOutput]:
+                 retries: int = 2, tables: str = "", columns: Mapping[str, Sequence[str]] | None = None,
+                 refused: Sequence[str] = ()) -> Outcome[DirectorOutput]:
     """The next expansion or composition. `seen(question)` says whether memory already holds a similar question;
     `tables` lists the data's tables and columns (so questions name what can be computed); `columns` (table →
-    its column names) lets the checker refuse a first-level question that needs a join."""
+    its column names) lets the checker refuse a first-level question that needs a join; `refused`: why the
+    previous round's plan was refused (said in the prompt, so a greedy model does not repeat it word for word)."""
     if k < 1:
         raise ValueError(f"director: k must be at least 1, got {k}")
     checker = _Checker(nodes, domain, k, max_depth, seen, columns)
@@ -185,7 +195,9 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
                     "user", overview=workspace.overview, tables=tables.strip() or "(see the workspace overview)",
                     work_modes=", ".join(domain.work_modes),
                     graph=render_graph(nodes), asked="\n".join(f"- {q}" for q in asked) or "(none)", k=str(k),
-                    eligible=", ".join(sorted(checker.eligible)) or "(none: compose)")}]
+                    eligible=", ".join(sorted(checker.eligible)) or "(none: compose)")
+                    + (("\n\n" + t.section("refused", problems="\n".join(f"- {p}" for p in refused[-3:])))
+                       if refused else "")}]
     # what is possible shapes the grammar: a small model offered a composition with one verified node takes it
     can_compose = len({f.node_id for f in checker.findings.values()}) >= 2
     schema = DirectorOutput if checker.eligible and can_compose else ExpansionOnly if checker.eligible \

@@ -39,6 +39,7 @@ class EvolveState(EvolveInput, total=False):
     tables: dict[str, Any]  # the data's tables: {"text": one line each, "columns": table → column names}
     step: int
     idle: int  # consecutive rounds that planned nothing
+    refused: list[str]  # why the last round's director plan was refused (empty after a round that planned)
     tokens: int
     items: list[dict[str, Any]]
     runs: Annotated[list[dict[str, Any]], operator.add]  # one summary per finished node
@@ -92,7 +93,8 @@ async def plan(state: EvolveState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     store = await asyncio.to_thread(ops.open_store, run_dir)
     memory = await asyncio.to_thread(ops.open_memory, run_dir, rt.llm)
     prof = ProfilerOutput.model_validate(state["profile"])
-    items, tokens, errors = await ops.plan_round(rt.llm, store, memory, cfg, prof, state.get("tables"))
+    items, tokens, errors = await ops.plan_round(rt.llm, store, memory, cfg, prof, state.get("tables"),
+                                                 state.get("refused"))
     made = len(await asyncio.to_thread(store.graph.nodes)) - 1
     items = items[: max(0, cfg.budget.max_nodes - made)]
     step = state.get("step", 0) + 1
@@ -101,7 +103,8 @@ async def plan(state: EvolveState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     if not items and errors and "no node can be expanded" in errors[-1]:
         return {"stop": errors[-1].removeprefix("director: "), "items": [], "step": step,
                 "tokens": state.get("tokens", 0) + tokens, "notes": errors[-3:]}
-    return {"items": items, "step": step, "idle": 0 if items else state.get("idle", 0) + 1,
+    refused = [] if items else [e.removeprefix("director: ") for e in errors if e.startswith("director: ")][-3:]
+    return {"items": items, "step": step, "idle": 0 if items else state.get("idle", 0) + 1, "refused": refused,
             "tokens": state.get("tokens", 0) + tokens, "notes": [f"round {step}: {e}" for e in errors[-3:]]}
 
 

@@ -150,7 +150,7 @@ async def ingest_documents(memory: RunMemory, data_dir: Path, docs: str | None) 
 
 
 async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: EvolveConfig,
-                     prof: ProfilerOutput, tables: dict[str, Any] | None = None
+                     prof: ProfilerOutput, tables: dict[str, Any] | None = None, refused: list[str] | None = None
                      ) -> tuple[list[dict[str, Any]], int, list[str]]:
     """Director → (decomposer) → proposer for each direction → the round's planned nodes, tokens, errors.
     A planned node is plain data (it is checkpointed): parents, mode, question, depends_on, work_mode, goal (a
@@ -165,7 +165,7 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
     decided = await traced("director", direct(llm, records, prof.workspace, prof.domain, seen=seen,
                                               k=cfg.directions, max_depth=cfg.budget.max_depth,
                                               tables=(tables or {}).get("text", ""),
-                                              columns=(tables or {}).get("columns")))
+                                              columns=(tables or {}).get("columns"), refused=refused or []))
     tokens, errors = tokens_of(decided.calls), [f"director: {e}" for e in decided.errors]
     if decided.value is None:
         return [], tokens, errors or ["director: no usable decision"]

@@ -182,3 +182,20 @@ async def test_a_node_id_written_for_the_finding_id_is_read_as_the_parents_findi
         direction("How do south's units split by sale size?", depends_on="n1")]}})
     out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
     assert out.errors == [] and out.value.decision.directions[0].depends_on == "f1"
+
+
+async def test_composition_sources_written_as_node_ids_are_read_as_their_findings(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "composition", "sources": ["n0", "n1"], "relation": "r",
+                               "objective": "Does south's total explain the overall mean?", "why": "w"}})
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
+    assert out.errors == [] and out.value.decision.sources == ["f0", "f1"]
+
+
+async def test_the_previous_rounds_refusal_is_in_the_prompt(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("How do south's units split by sale size?")]}})
+    await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, refused=["sources ['1', '2'] are not verified findings"])
+    prompt = script.requests[0].messages[-1]["content"]
+    assert "previous round was refused:\n- sources ['1', '2'] are not verified findings\nChoose differently this time." in prompt
