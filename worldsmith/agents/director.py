@@ -77,6 +77,9 @@ class _Checker:
         self.nodes = {n.id: n for n in nodes}
         self.eligible = {n.id for n in eligible_parents(nodes, max_depth)}
         self.findings = verified_findings(nodes)
+        depth = {n.id: n.depth for n in nodes}
+        # the initial workspace's finding is only its overview: there is nothing in it to compose with
+        self.composable = {k: f for k, f in self.findings.items() if depth.get(f.node_id, 0) > 0}
         self.finding_ids = {f.id for n in nodes for f in n.findings}
         self.work_modes = {normalise_text(w) for w in domain.work_modes}
         self.asked = {normalise_text(n.goal) for n in nodes if n.goal}
@@ -121,9 +124,11 @@ class _Checker:
         return self.composition_problems(decision)
 
     def composition_problems(self, c: Composition) -> list[str]:
-        missing = [s for s in c.sources if s not in self.findings]
+        missing = [s for s in c.sources if s not in self.composable]
         if missing:
-            return [f"sources {missing} are not verified findings"]
+            return [f"sources {missing} are not verified findings of analysis nodes"
+                    + (" (the initial workspace's overview is not a finding to compose)"
+                       if any(s in self.findings for s in missing) else "")]
         if len({self.findings[s].node_id for s in c.sources}) < 2:
             return ["a composition needs verified findings from at least two different nodes"]
         if normalise_text(c.objective) in self.asked or self.seen(c.objective):
@@ -185,7 +190,8 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
     if k < 1:
         raise ValueError(f"director: k must be at least 1, got {k}")
     checker = _Checker(nodes, domain, k, max_depth, seen, columns)
-    if not checker.eligible and len({f.node_id for f in checker.findings.values()}) < 2:
+    can_compose = len({f.node_id for f in checker.composable.values()}) >= 2
+    if not checker.eligible and not can_compose:
         return Outcome(None, errors=[("no node can be expanded (none verified below the depth limit) and fewer "
                                       "than two nodes have verified findings to compose")])
     t = template(TEMPLATE)
@@ -199,11 +205,17 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
                     + (("\n\n" + t.section("refused", problems="\n".join(f"- {p}" for p in refused[-3:])))
                        if refused else "")}]
     # what is possible shapes the grammar: a small model offered a composition with one verified node takes it
-    can_compose = len({f.node_id for f in checker.findings.values()}) >= 2
     schema = DirectorOutput if checker.eligible and can_compose else ExpansionOnly if checker.eligible \
         else CompositionOnly
     asked_for = await ask(llm, messages, schema, role=role, templates=versions(TEMPLATE),
                           check=lambda o: checker.problems(checker.normalised(_general(o))), retries=retries)
+    if asked_for.value is None and schema is DirectorOutput and asked_for.calls \
+            and all(isinstance(d.decision, Composition) for d in _decisions(asked_for)):
+        # every reply was a refused composition: a small model keeps to it, so the last try offers only expansions
+        retry = await ask(llm, messages, ExpansionOnly, role=role, templates=versions(TEMPLATE),
+                          check=lambda o: checker.problems(checker.normalised(_general(o))), retries=0,
+                          first_index=len(asked_for.calls))
+        asked_for = Outcome(retry.value, calls=asked_for.calls + retry.calls, errors=asked_for.errors + retry.errors)
     outcome = Outcome[DirectorOutput](None if asked_for.value is None else checker.normalised(_general(asked_for.value)),
                                       calls=asked_for.calls, errors=asked_for.errors)
     if outcome.value is not None:

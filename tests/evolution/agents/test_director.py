@@ -23,6 +23,10 @@ NODES = [
     NodeRecord(id="n2", parents=["n0"], mode="deepen", depth=1, status="unsupported", goal="Is north declining?",
                findings=[Finding(id="f2", node_id="n2", statement="North fell 5%.", status="unsupported")]),
 ]
+#: two analysis nodes with verified findings: a composition is possible (the root's overview never composes)
+COMPOSABLE = [*NODES, NodeRecord(
+    id="n3", parents=["n0"], mode="deepen", depth=1, status="verified", goal="What is the mean sale?",
+    findings=[Finding(id="f3", node_id="n3", statement="The mean sale is 30.0.", status="supported")])]
 
 
 def direction(q: str, depends_on: str = "f1", work_mode: str = "diagnostic") -> dict:
@@ -48,11 +52,33 @@ async def test_expansion_happy_path(scripted_llm) -> None:
 async def test_composition_needs_verified_findings_from_two_nodes(scripted_llm) -> None:
     script, llm = scripted_llm
     same_node = {"kind": "composition", "sources": ["f1", "f1x"], "relation": "r", "objective": "o", "why": "w"}
-    good = {**same_node, "sources": ["f0", "f1"], "objective": "Does south's total explain the overall mean?"}
-    script.queue({"decision": same_node}, {"decision": good})
-    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
-    assert isinstance(out.value.decision, Composition) and out.value.decision.sources == ["f0", "f1"]
-    assert out.errors == ["sources ['f1x'] are not verified findings"]
+    with_root = {**same_node, "sources": ["f0", "f1"], "objective": "Does south's total explain the workspace?"}
+    good = {**same_node, "sources": ["f3", "f1"], "objective": "Does south's total explain the overall mean?"}
+    script.queue({"decision": same_node}, {"decision": with_root}, {"decision": good})
+    out = await direct(llm, COMPOSABLE, WS, DOMAIN, seen=lambda q: False)
+    assert isinstance(out.value.decision, Composition) and out.value.decision.sources == ["f3", "f1"]
+    assert out.errors == ["sources ['f1x'] are not verified findings of analysis nodes",
+                          "sources ['f0'] are not verified findings of analysis nodes (the initial workspace's "
+                          "overview is not a finding to compose)"]
+
+
+async def test_only_the_root_and_one_analysis_node_offer_no_composition(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("How do south's units split by sale size?")]}})
+    await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
+    assert "sources" not in str(script.requests[0].schema)
+
+
+async def test_refused_compositions_get_a_last_try_that_offers_only_expansions(scripted_llm) -> None:
+    script, llm = scripted_llm
+    repeat = {"decision": {"kind": "composition", "sources": ["f3", "f1"], "relation": "r",
+                           "objective": "Which region sells most?", "why": "w"}}
+    script.queue(repeat, repeat, {"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("How do south's units split by sale size?")]}})
+    out = await direct(llm, COMPOSABLE, WS, DOMAIN, seen=lambda q: False, retries=1)
+    assert isinstance(out.value.decision, Expansion) and len(out.calls) == 3
+    assert "sources" in str(script.requests[1].schema) and "sources" not in str(script.requests[2].schema)
 
 
 async def test_repeats_and_unverified_dependencies_are_refused(scripted_llm) -> None:
@@ -93,7 +119,7 @@ async def test_salvage_takes_an_earlier_expansion_when_the_last_reply_is_an_unus
     bad_compose = {"decision": {"kind": "composition", "sources": ["f1", "f1"], "relation": "r", "objective": "o",
                                 "why": "w"}}
     script.queue(mixed, bad_compose)
-    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, retries=1)
+    out = await direct(llm, COMPOSABLE, WS, DOMAIN, seen=lambda q: False, retries=1)
     assert out.ok and len(out.calls) == 2
     assert [d.question for d in out.value.decision.directions] == ["Are south's sales concentrated in one sale?"]
 
@@ -186,10 +212,12 @@ async def test_a_node_id_written_for_the_finding_id_is_read_as_the_parents_findi
 
 async def test_composition_sources_written_as_node_ids_are_read_as_their_findings(scripted_llm) -> None:
     script, llm = scripted_llm
-    script.queue({"decision": {"kind": "composition", "sources": ["n0", "n1"], "relation": "r",
+    script.queue({"decision": {"kind": "composition", "sources": ["n3", "1"], "relation": "r",
                                "objective": "Does south's total explain the overall mean?", "why": "w"}})
-    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
-    assert out.errors == [] and out.value.decision.sources == ["f0", "f1"]
+    nodes = [*COMPOSABLE[:3], COMPOSABLE[3].model_copy(update={"id": "1", "findings": [
+        COMPOSABLE[3].findings[0].model_copy(update={"id": "f9", "node_id": "1"})]})]
+    out = await direct(llm, [*nodes, COMPOSABLE[3]], WS, DOMAIN, seen=lambda q: False)
+    assert out.errors == [] and out.value.decision.sources == ["f3", "f9"]
 
 
 async def test_the_previous_rounds_refusal_is_in_the_prompt(scripted_llm) -> None:
