@@ -5,6 +5,7 @@ open goes back to the model, and a spec that never passes is not used (no closed
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
@@ -14,9 +15,31 @@ from worldsmith.prompts import template
 TEMPLATE = "evolve_task_writer.md"
 
 
+def resolved(facets: AnswerFacets, files: list[str]) -> AnswerFacets:
+    """The spec with every file it names as the task ships it: a script reads 'orders.csv' from its working folder
+    where the task has 'data/orders.csv', so a base name that names exactly one data file is that file."""
+    by_name: dict[str, list[str]] = {}
+    for f in files:
+        by_name.setdefault(PurePosixPath(f).name, []).append(f)
+
+    def one(f: str) -> str:
+        if f in files:
+            return f
+        hits = by_name.get(PurePosixPath(f).name, [])
+        return hits[0] if len(hits) == 1 else f
+
+    def measure(m: Any) -> Any:
+        return None if m is None else m.model_copy(update={"files": [one(f) for f in m.files]})
+
+    return facets.model_copy(update={
+        "measure": measure(facets.measure), "x": measure(facets.x),
+        "controls": [measure(m) for m in facets.controls],
+        "other_columns": {c: [one(f) for f in fs] for c, fs in facets.other_columns.items()}})
+
+
 def spec_problems(facets: AnswerFacets, name: str, files: list[str]) -> list[str]:
     problems = [] if facets.name == name else [f"name must be {name!r}, got {facets.name!r}"]
-    return problems + lint_answer_spec(facets, files)
+    return problems + lint_answer_spec(resolved(facets, files), files)
 
 
 async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, value: float, files: list[str],
@@ -25,5 +48,8 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
     messages = [{"role": "system", "content": t.section("system")},
                 {"role": "user", "content": t.section("user", goal=goal, files=", ".join(files), script=script,
                                                       name=name, value=repr(value))}]
-    return await ask(llm, messages, AnswerFacets, role=role, templates=versions(TEMPLATE), retries=retries,
-                     check=lambda f: spec_problems(f, name, files))
+    out = await ask(llm, messages, AnswerFacets, role=role, templates=versions(TEMPLATE), retries=retries,
+                    check=lambda f: spec_problems(f, name, files))
+    if out.value is not None:
+        out.value = resolved(out.value, files)
+    return out

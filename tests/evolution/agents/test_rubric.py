@@ -128,3 +128,19 @@ async def test_drops_that_leave_ground_truth_over_40_percent_trim_it(scripted_ll
     # kept g1 + c1 would be 50% ground truth: g1 goes, and the note says why
     assert [c.id for c in out.value.criteria] == ["c1"] and out.value.dropped == ["c2", "g1"]
     assert out.value.notes == ["dropped g1 to keep ground-truth criteria at most 40% of the rubric"]
+
+
+def test_a_spec_naming_files_as_the_script_read_them_is_resolved_to_the_tasks_files() -> None:
+    from tests.evolution.evolve_kit import SPEC
+    from worldsmith.agents.task_writer import resolved, spec_problems
+    from worldsmith.core.answer_spec import AnswerFacets
+
+    files = ["data/sales.csv", "data/2023/returns.csv", "data/2024/returns.csv"]
+    bare = AnswerFacets.model_validate({**SPEC, "measure": {**SPEC["measure"], "files": ["sales.csv"]},
+                                        "other_columns": {"region": ["sales.csv"]}})
+    assert spec_problems(bare, "mean", files) == []  # the lint reads the base name as the one data file it names
+    fixed = resolved(bare, files)
+    assert fixed.measure.files == ["data/sales.csv"] and fixed.other_columns == {"region": ["data/sales.csv"]}
+    ambiguous = AnswerFacets.model_validate({**SPEC, "measure": {**SPEC["measure"], "files": ["returns.csv"]}})
+    assert resolved(ambiguous, files).measure.files == ["returns.csv"]  # two files by that name: left as written
+    assert "is not in the task's data files" in " ".join(spec_problems(ambiguous, "mean", files))
