@@ -182,11 +182,12 @@ class _Checker:
 async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile, domain: DomainProfile, *,
                  seen: Callable[[str], bool], k: int = 3, max_depth: int = 4, role: str = "teacher",
                  retries: int = 2, tables: str = "", columns: Mapping[str, Sequence[str]] | None = None,
-                 refused: Sequence[str] = ()) -> Outcome[DirectorOutput]:
+                 refused: Sequence[str] = (), ideas: Sequence[str] = ()) -> Outcome[DirectorOutput]:
     """The next expansion or composition. `seen(question)` says whether memory already holds a similar question;
     `tables` lists the data's tables and columns (so questions name what can be computed); `columns` (table →
     its column names) lets the checker refuse a first-level question that needs a join; `refused`: why the
-    previous round's plan was refused (said in the prompt, so a greedy model does not repeat it word for word)."""
+    previous round's plan was refused (said in the prompt, so a greedy model does not repeat it word for word);
+    `ideas`: one-table questions not asked yet, offered as starting points."""
     if k < 1:
         raise ValueError(f"director: k must be at least 1, got {k}")
     checker = _Checker(nodes, domain, k, max_depth, seen, columns)
@@ -202,6 +203,7 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
                     work_modes=", ".join(domain.work_modes),
                     graph=render_graph(nodes), asked="\n".join(f"- {q}" for q in asked) or "(none)", k=str(k),
                     eligible=", ".join(sorted(checker.eligible)) or "(none: compose)")
+                    + (("\n\n" + t.section("ideas", ideas="\n".join(f"- {q}" for q in ideas))) if ideas else "")
                     + (("\n\n" + t.section("refused", problems="\n".join(f"- {p}" for p in refused[-3:])))
                        if refused else "")}]
     # what is possible shapes the grammar: a small model offered a composition with one verified node takes it

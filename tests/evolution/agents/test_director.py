@@ -227,3 +227,13 @@ async def test_the_previous_rounds_refusal_is_in_the_prompt(scripted_llm) -> Non
     await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, refused=["sources ['1', '2'] are not verified findings"])
     prompt = script.requests[0].messages[-1]["content"]
     assert "previous round was refused:\n- sources ['1', '2'] are not verified findings\nChoose differently this time." in prompt
+
+
+async def test_question_ideas_are_offered_in_the_prompt(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("How do south's units split by sale size?")]}})
+    await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False,
+                 ideas=["In sales.csv, how does the mean amount differ across region?"])
+    prompt = script.requests[0].messages[-1]["content"]
+    assert "nobody has asked yet" in prompt and "- In sales.csv, how does the mean amount differ across region?" in prompt
