@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +26,7 @@ from worldsmith.core.claim_numbers import (
     unbacked_numbers,
 )
 from worldsmith.core.evolution_schemas import (
+    Cap3,
     ConditionDependency,
     ExecutionResult,
     GoalPackage,
@@ -54,8 +55,13 @@ class FalsificationPlan(BaseModel):
 class Judgement(BaseModel):
     verdict: Literal["supported", "revised", "unsupported"]
     ground_truth: str = ""
-    issues: list[str] = Field(default_factory=list)
-    condition_dependencies: list[ConditionDependency] = Field(default_factory=list)
+    issues: Annotated[list[str], Cap3] = Field(default_factory=list, max_length=3)
+    condition_dependencies: Annotated[list[ConditionDependency], Cap3] = Field(default_factory=list, max_length=3)
+
+
+#: the judgement's completion budget: a verdict, a statement and a few short issues fit well inside it, and a
+#: small model that loops inside a string is cut off (and asked again) after seconds, not minutes
+JUDGE_MAX_TOKENS = 384
 
 
 def reproduction_issues(result: ExecutionResult, rerun: ExecResult) -> list[str]:
@@ -175,7 +181,7 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
         reproduction="the script re-ran in a fresh sandbox and printed the recorded numbers "
                      + ", ".join(f"{k} = {v}" for k, v in result.numbers.items()),
         check=plan.description, check_output=check_output)}],
-        Judgement, role=role, templates=used, retries=retries, first_index=len(out.calls),
+        Judgement, role=role, templates=used, retries=retries, first_index=len(out.calls), max_tokens=JUDGE_MAX_TOKENS,
         check=lambda j: judgement_problems(j, rerun.stdout + "\n" + check.stdout + "\n" + goal.goal))
     out.calls += judged.calls
     out.errors += judged.errors
