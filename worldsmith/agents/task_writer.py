@@ -5,11 +5,12 @@ open goes back to the model, and a spec that never passes is not used (no closed
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.answer_spec import AnswerFacets, lint_answer_spec
+from worldsmith.evolution.spec_check import spec_mismatch
 from worldsmith.prompts import template
 
 TEMPLATE = "evolve_task_writer.md"
@@ -37,19 +38,25 @@ def resolved(facets: AnswerFacets, files: list[str]) -> AnswerFacets:
         "other_columns": {c: [one(f) for f in fs] for c, fs in facets.other_columns.items()}})
 
 
-def spec_problems(facets: AnswerFacets, name: str, files: list[str]) -> list[str]:
+def spec_problems(facets: AnswerFacets, name: str, files: list[str], *, root: Path | None = None,
+                  value: float | None = None) -> list[str]:
+    """The lint's problems; then, with the task's folder `root` and the printed `value`, whether the spec read as
+    written computes that value from the files (evolution/spec_check.py)."""
     problems = [] if facets.name == name else [f"name must be {name!r}, got {facets.name!r}"]
-    return problems + lint_answer_spec(resolved(facets, files), files)
+    problems += lint_answer_spec(resolved(facets, files), files)
+    if not problems and root is not None and value is not None:
+        problems += spec_mismatch(resolved(facets, files), root, value)
+    return problems
 
 
 async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, value: float, files: list[str],
-                            role: str = "teacher", retries: int = 2) -> Outcome[AnswerFacets]:
+                            role: str = "teacher", retries: int = 2, root: Path | None = None) -> Outcome[AnswerFacets]:
     t = template(TEMPLATE)
     messages = [{"role": "system", "content": t.section("system")},
                 {"role": "user", "content": t.section("user", goal=goal, files=", ".join(files), script=script,
                                                       name=name, value=repr(value))}]
     out = await ask(llm, messages, AnswerFacets, role=role, templates=versions(TEMPLATE), retries=retries,
-                    check=lambda f: spec_problems(f, name, files))
+                    check=lambda f: spec_problems(f, name, files, root=root, value=value))
     if out.value is not None:
         out.value = resolved(out.value, files)
     return out

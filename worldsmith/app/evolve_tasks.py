@@ -140,7 +140,8 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
         return None, f"the path does not replay from the root files: {why}"
     if not SAME_NUMBER.numbers(result.numbers[name], value):
         return None, f"replaying the path from the root gives {name} = {value}, not the recorded {result.numbers[name]}"
-    spec = await write_answer_spec(rt.llm, goal=goal, script=scripts[-1][1], name=name, value=value, files=files)
+    spec = await write_answer_spec(rt.llm, goal=goal, script=scripts[-1][1], name=name, value=value, files=files,
+                                   root=root_dir)
     if spec.value is None:
         return None, "no answer spec passed the lint: " + "; ".join(spec.errors[-3:])
     f = spec.value

@@ -1,0 +1,61 @@
+"""An evolution number's answer spec must compute that number from the task's files, read as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.evolution.evolve_kit import SPEC
+from worldsmith.agents.task_writer import spec_problems
+from worldsmith.core.answer_spec import AnswerFacets
+from worldsmith.evolution.spec_check import spec_mismatch, spec_value
+
+ROWS = {"region": ["E", "E", "N", "N", "N"], "income": [100.0, 300.0, 10.0, 20.0, None],
+        "date": ["2023-01-05", "2023-06-01", "2023-02-01", "2024-03-01", "2023-03-01"]}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "data").mkdir()
+    pd.DataFrame(ROWS).to_csv(tmp_path / "data" / "crm.csv", index=False)
+    return tmp_path
+
+
+def spec(**kw) -> AnswerFacets:
+    base = {**SPEC, "name": "mean_E", "measure": {"variable": "income", "description": "income",
+                                                  "files": ["data/crm.csv"], "unit": "USD"}}
+    return AnswerFacets.model_validate({**base, **kw})
+
+
+def test_a_per_group_mean_without_its_group_filter_is_refused(root: Path) -> None:
+    # the script printed the mean of region E: (100 + 300) / 2 = 200
+    assert spec_value(spec(), root) == (pytest.approx(430 / 4), [])  # no filter: every non-blank income
+    assert "not the printed 200" in spec_mismatch(spec(), root, 200.0)[0]
+    with_group = spec(filters=[{"column": "region", "op": "==", "value": "E"}])
+    assert spec_mismatch(with_group, root, 200.0) == []
+    files = ["data/crm.csv"]
+    assert spec_problems(spec(), "mean_E", files, root=root, value=200.0)[0].startswith("read as written")
+    assert spec_problems(with_group, "mean_E", files, root=root, value=200.0) == []
+
+
+def test_windows_counts_and_differences_are_computed_as_written(root: Path) -> None:
+    in_2023 = spec(window={"column": "date", "start": "2023-01-01", "end": "2024-01-01"})
+    assert spec_value(in_2023, root)[0] == pytest.approx((100 + 300 + 10) / 3)  # the blank income is left out
+    count = spec(quantity="count", window={"column": "date", "start": "2023-01-01", "end": "2024-01-01"})
+    assert spec_value(count, root)[0] == 4
+    diff = spec(quantity="difference", comparison={
+        "a": {"label": "E", "filters": [{"column": "region", "value": "E"}]},
+        "b": {"label": "N", "filters": [{"column": "region", "value": "N"}]}})
+    assert spec_value(diff, root)[0] == pytest.approx(200 - 15)
+
+
+def test_a_window_on_a_column_without_dates_is_named(root: Path) -> None:
+    bad = spec(window={"column": "region", "start": "2023-01-01", "end": "2023-12-31"})
+    assert spec_mismatch(bad, root, 200.0) == ["time window column `region` holds no dates"]
+
+
+def test_quantities_it_does_not_compute_are_left_to_the_lint(root: Path) -> None:
+    slope = spec(quantity="slope", x={"variable": "income", "files": ["data/crm.csv"]})
+    assert spec_value(slope, root) == (None, []) and spec_mismatch(slope, root, 1.0) == []

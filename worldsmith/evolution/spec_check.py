@@ -1,0 +1,116 @@
+"""Does an answer spec written for an evolution number compute that number from the task's files?
+
+The task writer's spec passes the lint when no facet is left open, but an open-ended model can close a facet
+wrongly: a per-group mean specified without its group filter, a "time window" on a column that holds no dates.
+For the quantities a spec pins down with plain table operations (mean, count, a difference of means over two
+sides) this module computes the spec's value from the files with pandas and says when it is not the number the
+evolution script printed. Other quantities (slopes, correlations, shares, ...) are left to the lint.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from worldsmith.core.answer_spec import AnswerFacets, Filter, Window
+from worldsmith.tools.files.readers import read_table
+
+#: quantities computed here; anything else is not checked
+CHECKED = ("mean", "count", "difference")
+
+
+def _table(root: Path, file: str) -> pd.DataFrame:
+    label = file.split("[", 1)
+    sheet = label[1].rstrip("]") if len(label) == 2 else None
+    return read_table(root / label[0], sheet=sheet)
+
+
+def _filtered(df: pd.DataFrame, filters: list[Filter], window: Window | None) -> tuple[pd.DataFrame, list[str]]:
+    problems = []
+    for f in filters:
+        if f.column not in df.columns:
+            problems.append(f"filter column `{f.column}` is not a column of the measure's file")
+            continue
+        col, value = df[f.column], f.value
+        if isinstance(value, list):
+            keep = col.isin(value) | col.astype(str).isin([str(v) for v in value])
+        elif isinstance(value, (int, float)) and f.op != "==":
+            num = pd.to_numeric(col, errors="coerce")
+            keep = {"!=": num != value, ">": num > value, ">=": num >= value, "<": num < value,
+                    "<=": num <= value}.get(f.op, num == value)
+        else:
+            text = col.astype(str)
+            keep = (text == str(value)) | (col == value) if f.op == "==" else (text != str(value)) & (col != value)
+            if f.op not in ("==", "!="):
+                num = pd.to_numeric(col, errors="coerce")
+                keep = {">": num > value, ">=": num >= value, "<": num < value, "<=": num <= value}[f.op] \
+                    if isinstance(value, (int, float)) else keep
+        df = df[keep]
+    if window is not None and not window.all_dates and window.column:
+        if window.column not in df.columns:
+            problems.append(f"time window column `{window.column}` is not a column of the measure's file")
+            return df, problems
+        with warnings.catch_warnings():  # a column of mixed or no date formats: unparsed cells become NaT
+            warnings.simplefilter("ignore", UserWarning)
+            dates = pd.to_datetime(df[window.column], errors="coerce", format="mixed")
+        if dates.notna().sum() == 0 and len(df):
+            problems.append(f"time window column `{window.column}` holds no dates")
+            return df, problems
+        keep = dates.notna()
+        if window.start is not None:
+            keep &= dates >= pd.Timestamp(window.start)
+        if window.end is not None:
+            keep &= dates < pd.Timestamp(window.end)
+        df = df[keep]
+    return df, problems
+
+
+def _value(df: pd.DataFrame, facets: AnswerFacets) -> float | None:
+    if facets.quantity == "count":
+        return float(len(df))
+    col = pd.to_numeric(df[facets.measure.variable], errors="coerce").dropna()
+    return float(col.mean()) if len(col) else None
+
+
+def spec_value(facets: AnswerFacets, root: Path) -> tuple[float | None, list[str]]:
+    """(the value the spec computes from the files under `root`, problems); (None, []) when the spec's quantity is
+    not one this module computes or its file cannot be read as one table."""
+    if facets.quantity not in CHECKED or len(facets.measure.files) != 1:
+        return None, []
+    try:
+        df = _table(root, facets.measure.files[0])
+    except (OSError, ValueError, KeyError):
+        return None, []
+    if facets.quantity != "count" and facets.measure.variable not in df.columns:
+        return None, [f"measure `{facets.measure.variable}` is not a column of {facets.measure.files[0]}"]
+    base, problems = _filtered(df, facets.filters, facets.window)
+    if problems:
+        return None, problems
+    if facets.quantity == "difference":
+        c = facets.comparison
+        if c is None:
+            return None, []
+        a, pa = _filtered(base, c.a.filters, c.a.window)
+        b, pb = _filtered(base, c.b.filters, c.b.window)
+        if pa or pb:
+            return None, pa + pb
+        va, vb = _value(a, facets), _value(b, facets)
+        return (None if va is None or vb is None else va - vb), []
+    return _value(base, facets), []
+
+
+def spec_mismatch(facets: AnswerFacets, root: Path, printed: float) -> list[str]:
+    """Why the spec does not describe the printed number (empty when it does, or cannot be checked here)."""
+    value, problems = spec_value(facets, root)
+    if problems:
+        return problems
+    if value is None:
+        return []
+    places = facets.decimals if facets.decimals is not None else 6
+    if math.isclose(value, printed, rel_tol=1e-3, abs_tol=0.5 * 10 ** -places):
+        return []
+    return [f"read as written, the spec gives {value:.6g} from the files, not the printed {printed:.6g}: a filter "
+            "(e.g. the group a per-group value belongs to), the population or the time window is missing or wrong"]
