@@ -59,3 +59,36 @@ def test_a_window_on_a_column_without_dates_is_named(root: Path) -> None:
 def test_quantities_it_does_not_compute_are_left_to_the_lint(root: Path) -> None:
     slope = spec(quantity="slope", x={"variable": "income", "files": ["data/crm.csv"]})
     assert spec_value(slope, root) == (None, []) and spec_mismatch(slope, root, 1.0) == []
+
+
+def test_the_two_common_slips_are_repaired_from_the_data_only_when_the_number_then_matches(root: Path) -> None:
+    from worldsmith.evolution.spec_check import repaired
+
+    slipped = spec(window={"column": "region", "start": "2023-01-01", "end": "2023-12-31"})  # and no group filter
+    fixed = repaired(slipped, root, "mean_E", 200.0)
+    assert fixed is not None and fixed.window.all_dates
+    assert [(f.column, f.op, f.value) for f in fixed.filters] == [("region", "==", "E")]
+    assert repaired(slipped, root, "mean_E", 123.0) is None  # nothing read from the data gives 123: no repair
+    assert repaired(spec(), root, "mean_income", 200.0) is None  # no group label in the name
+
+
+async def test_the_task_writer_falls_back_to_the_repair(root: Path, tmp_path: Path) -> None:
+    import uuid
+
+    from worldsmith.agents.task_writer import write_answer_spec
+    from worldsmith.llm import LLM, LLMConfig
+    from worldsmith.llm.providers.scripted import Script, register_script, unregister_script
+
+    name = f"spec-{uuid.uuid4().hex[:8]}"
+    script = register_script(name, Script())
+    llm = LLM(LLMConfig(default={"provider": "scripted", "model": name}, cache=False), home=tmp_path / "home")
+    slipped = {**spec().model_dump(mode="json"), "window": {"column": "region", "start": "2023-01-01",
+                                                           "end": "2023-12-31"}}
+    script.queue(slipped, slipped, slipped)
+    out = await write_answer_spec(llm, goal="mean income by region", script="...", name="mean_E", value=200.0,
+                                  files=["data/crm.csv"], root=root)
+    assert out.value is not None and out.value.window.all_dates and out.value.filters[0].value == "E"
+    assert out.errors[-1].startswith("the last spec was repaired from the data")
+    assert "holds no dates" in out.errors[0]  # what the model was told, on record
+    llm.close()
+    unregister_script(name)

@@ -10,7 +10,8 @@ from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.answer_spec import AnswerFacets, lint_answer_spec
-from worldsmith.evolution.spec_check import spec_mismatch
+from worldsmith.evolution.spec_check import repaired, spec_mismatch
+from worldsmith.llm.structured import validate_reply
 from worldsmith.prompts import template
 
 TEMPLATE = "evolve_task_writer.md"
@@ -57,6 +58,14 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
                                                       name=name, value=repr(value))}]
     out = await ask(llm, messages, AnswerFacets, role=role, templates=versions(TEMPLATE), retries=retries,
                     check=lambda f: spec_problems(f, name, files, root=root, value=value))
+    if out.value is None and root is not None:  # the model never got it right: fix its last spec from the data
+        last = next((v for c in reversed(out.calls) if (v := validate_reply(c.reply, AnswerFacets)[0]) is not None),
+                    None)
+        fixed = repaired(resolved(last, files), root, name, value) if last is not None else None
+        if fixed is not None and not spec_problems(fixed, name, files, root=root, value=value):
+            out.value = fixed
+            out.errors.append("the last spec was repaired from the data (a dateless window, a group's filter) and "
+                              "then computed the printed number")
     if out.value is not None:
         out.value = resolved(out.value, files)
     return out

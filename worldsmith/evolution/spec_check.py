@@ -114,3 +114,33 @@ def spec_mismatch(facets: AnswerFacets, root: Path, printed: float) -> list[str]
         return []
     return [f"read as written, the spec gives {value:.6g} from the files, not the printed {printed:.6g}: a filter "
             "(e.g. the group a per-group value belongs to), the population or the time window is missing or wrong"]
+
+
+def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> AnswerFacets | None:
+    """The spec with the two slips a small model makes most, fixed from the data — or None when that does not make
+    it compute the printed number: a time window on a column that holds no dates becomes "all dates" (the lint
+    already required one), and a per-group value named after its group (`mean_E`) gets the filter on the one column
+    of the measure's file that holds that group label. Accepted only when the result reproduces the number."""
+    fixed = facets
+    w = facets.window
+    if w is not None and not w.all_dates and any("time window column" in p for p in spec_value(facets, root)[1]):
+        fixed = fixed.model_copy(update={"window": Window(all_dates=True)})
+    if not spec_mismatch(fixed, root, printed):
+        return fixed if fixed is not facets else None
+    if fixed.filters or fixed.quantity not in ("mean", "count") or len(fixed.measure.files) != 1:
+        return None
+    try:
+        df = _table(root, fixed.measure.files[0])
+    except (OSError, ValueError, KeyError):
+        return None
+    parts = name.split("_")
+    for k in range(1, len(parts)):  # the shortest suffix first: mean_E → "E"; mean_north_east → "east", "north_east"
+        label = "_".join(parts[-k:])
+        homes = [c for c in df.columns
+                 if not pd.api.types.is_numeric_dtype(df[c]) and (df[c].astype(str) == label).any()]
+        if len(homes) != 1:
+            continue
+        candidate = fixed.model_copy(update={"filters": [Filter(column=homes[0], op="==", value=label)]})
+        if not spec_mismatch(candidate, root, printed):
+            return candidate
+    return None
