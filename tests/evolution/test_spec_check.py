@@ -92,3 +92,15 @@ async def test_the_task_writer_falls_back_to_the_repair(root: Path, tmp_path: Pa
     assert "holds no dates" in out.errors[0]  # what the model was told, on record
     llm.close()
     unregister_script(name)
+
+
+def test_a_tie_at_the_requested_decimals_accepts_both_roundings() -> None:
+    from worldsmith.app.evolve_tasks import answer_tolerance
+
+    exact = (51423.92 + 51423.93) / 2  # a mean that lands on .925: one reader rounds to .92, another to .93
+    tol = answer_tolerance(2, exact=True)
+    assert tol.accepts(exact, 51423.92) and tol.accepts(exact, 51423.93) and not tol.accepts(exact, 51423.94)
+    printed = 51423.93  # only the script's rounded print is known: a whole unit in the last place
+    loose = answer_tolerance(2, exact=False)
+    assert loose.accepts(printed, 51423.92) and not loose.accepts(printed, 51423.91)
+    assert answer_tolerance(None, exact=True).rel == 0.01

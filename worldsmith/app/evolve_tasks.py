@@ -26,6 +26,7 @@ from worldsmith.agents.criterion_validator import validate_criteria
 from worldsmith.agents.executor import execute
 from worldsmith.agents.rubric_generator import generate_rubric
 from worldsmith.agents.task_writer import write_answer_spec
+from worldsmith.evolution.spec_check import spec_value
 from worldsmith.agents.validator import SAME_NUMBER
 from worldsmith.core.answer_spec import render_answer_spec
 from worldsmith.core.evolution_schemas import EvidenceCard, ExecutionResult, GoalPackage
@@ -132,6 +133,15 @@ async def rejection_sample(rt: GraphRuntime, coll: TaskCollection, task: Task, s
     return passed, scores
 
 
+def answer_tolerance(decimals: int | None, exact: bool) -> Tolerance:
+    """What a right answer rounded to `decimals` may differ by. Around the exact value (the spec recomputed from the
+    files) that is half a unit in the last place, both roundings of a tie included; around a number the script
+    printed already rounded, a whole unit (its rounding and the solver's add up)."""
+    if decimals is None:
+        return Tolerance(rel=0.01)
+    return Tolerance(abs=(0.5 if exact else 1.0) * 10 ** -decimals + 1e-9)
+
+
 async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requirement], result: ExecutionResult,
                        scripts: list[tuple[str, str]], root_dir: Path, files: list[str]) -> tuple[dict[str, Any] | None, str]:
     name = next(iter(result.numbers))
@@ -145,8 +155,9 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
     if spec.value is None:
         return None, "no answer spec passed the lint: " + "; ".join(spec.errors[-3:])
     f = spec.value
-    tol = Tolerance(abs=0.5 * 10 ** -f.decimals) if f.decimals is not None else Tolerance(rel=0.01)
-    answer = AnswerSpec(name=name, value=round(value * f.factor, 6), tolerance=tol, unit=f.grading_unit,
+    exact, _ = await asyncio.to_thread(spec_value, f, root_dir)
+    answer = AnswerSpec(name=name, value=round((value if exact is None else exact) * f.factor, 9),
+                        tolerance=answer_tolerance(f.decimals, exact is not None), unit=f.grading_unit,
                         description=f.aggregation, spec=f)
     return {"kind": "closed_form", "instruction": syn.instruction(goal, reqs, "answer_tags", render_answer_spec(f)),
             "deliverable": DeliverableSpec(format="answer_tags", answer_names=[name]), "answers": [answer],
