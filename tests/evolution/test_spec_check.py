@@ -104,3 +104,12 @@ def test_a_tie_at_the_requested_decimals_accepts_both_roundings() -> None:
     loose = answer_tolerance(2, exact=False)
     assert loose.accepts(printed, 51423.92) and not loose.accepts(printed, 51423.91)
     assert answer_tolerance(None, exact=True).rel == 0.01
+
+
+def test_order_filters_compare_numbers_as_numbers_and_dates_as_dates(root: Path) -> None:
+    big = spec(filters=[{"column": "income", "op": ">", "value": 50}])
+    assert spec_value(big, root)[0] == pytest.approx((100 + 300) / 2)  # 100 and 300; 10, 20 and the blank are out
+    late = spec(filters=[{"column": "date", "op": ">=", "value": "2023-03-01"}])
+    assert spec_value(late, root)[0] == pytest.approx((300 + 20) / 2)  # 2023-06-01 and 2024-03-01 (2023-03-01 blank)
+    not_e = spec(filters=[{"column": "region", "op": "!=", "value": "E"}])
+    assert spec_value(not_e, root)[0] == pytest.approx(15)

@@ -209,14 +209,16 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
     # what is possible shapes the grammar: a small model offered a composition with one verified node takes it
     schema = DirectorOutput if checker.eligible and can_compose else ExpansionOnly if checker.eligible \
         else CompositionOnly
-    asked_for = await ask(llm, messages, schema, role=role, templates=versions(TEMPLATE),
-                          check=lambda o: checker.problems(checker.normalised(_general(o))), retries=retries)
+    def check(o: Any) -> list[str]:
+        return checker.problems(checker.normalised(_general(o)))
+
+    asked_for = await ask(llm, messages, schema, role=role, templates=versions(TEMPLATE), check=check,
+                          retries=retries)
     if asked_for.value is None and schema is DirectorOutput and asked_for.calls \
             and all(isinstance(d.decision, Composition) for d in _decisions(asked_for)):
         # every reply was a refused composition: a small model keeps to it, so the last try offers only expansions
-        retry = await ask(llm, messages, ExpansionOnly, role=role, templates=versions(TEMPLATE),
-                          check=lambda o: checker.problems(checker.normalised(_general(o))), retries=0,
-                          first_index=len(asked_for.calls))
+        retry = await ask(llm, messages, ExpansionOnly, role=role, templates=versions(TEMPLATE), check=check,
+                          retries=0, first_index=len(asked_for.calls))
         asked_for = Outcome(retry.value, calls=asked_for.calls + retry.calls, errors=asked_for.errors + retry.errors)
     outcome = Outcome[DirectorOutput](None if asked_for.value is None else checker.normalised(_general(asked_for.value)),
                                       calls=asked_for.calls, errors=asked_for.errors)

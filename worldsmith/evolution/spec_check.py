@@ -9,7 +9,9 @@ evolution script printed. Other quantities (slopes, correlations, shares, ...) a
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import operator
 import warnings
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from worldsmith.tools.files.readers import read_table
 
 #: quantities computed here; anything else is not checked
 CHECKED = ("mean", "count", "difference")
+_ORDER = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 
 
 def _table(root: Path, file: str) -> pd.DataFrame:
@@ -37,17 +40,17 @@ def _filtered(df: pd.DataFrame, filters: list[Filter], window: Window | None) ->
         col, value = df[f.column], f.value
         if isinstance(value, list):
             keep = col.isin(value) | col.astype(str).isin([str(v) for v in value])
-        elif isinstance(value, (int, float)) and f.op != "==":
-            num = pd.to_numeric(col, errors="coerce")
-            keep = {"!=": num != value, ">": num > value, ">=": num >= value, "<": num < value,
-                    "<=": num <= value}.get(f.op, num == value)
-        else:
-            text = col.astype(str)
-            keep = (text == str(value)) | (col == value) if f.op == "==" else (text != str(value)) & (col != value)
-            if f.op not in ("==", "!="):
-                num = pd.to_numeric(col, errors="coerce")
-                keep = {">": num > value, ">=": num >= value, "<": num < value, "<=": num <= value}[f.op] \
-                    if isinstance(value, (int, float)) else keep
+        elif f.op in ("==", "!="):
+            same = (col.astype(str) == str(value)) | (col == value)
+            keep = same if f.op == "==" else ~same
+        else:  # an order: against a date as dates, a number as numbers, else as text
+            if isinstance(value, dt.date):
+                lhs, rhs = pd.to_datetime(col, errors="coerce", format="mixed"), pd.Timestamp(value)
+            elif isinstance(value, (int, float)):
+                lhs, rhs = pd.to_numeric(col, errors="coerce"), value
+            else:
+                lhs, rhs = col.astype(str), str(value)
+            keep = _ORDER[f.op](lhs, rhs)
         df = df[keep]
     if window is not None and not window.all_dates and window.column:
         if window.column not in df.columns:

@@ -171,7 +171,8 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         await sb.run(agent.PRELUDE)
         await _replay(sb, state.get("steps", []))
     result = await sb.run(code, timeout=cfg.cell_timeout_s)
-    facts = await _facts(state) if result.error is not None else None
+    profiled = await _profiled(state) if result.error is not None else None
+    facts = guards.DataFacts.from_state(profiled) if profiled else None
     last_call = (state.get("calls") or [{}])[-1]
     observation = agent.observation_text(
         result, cfg.max_observation_chars, facts.columns if facts else (), code=code,
@@ -195,8 +196,11 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         timed_out=result.timed_out, truncated=result.truncated, files_changed=list(result.files_changed)).model_dump())
     step = Step(**pending)
     templates = (agent.FEEDBACK_TEMPLATE,) if nudged else ()
-    return {"steps": [step.model_dump(mode="json")], "pending": None,
-            "messages": [_msg("interpreter", render_observation(observation), "interpreter", *templates)]}
+    update = {"steps": [step.model_dump(mode="json")], "pending": None,
+              "messages": [_msg("interpreter", render_observation(observation), "interpreter", *templates)]}
+    if profiled:
+        update["data_facts"] = profiled  # kept: the next failing cell and the answer's guards reuse the profile
+    return update
 
 
 def route_after_execute(state: AnalystState) -> Literal["act", "finalize"]:
@@ -260,25 +264,21 @@ def _question_guards(state: AnalystState) -> list[dict[str, Any]]:
     return [g for g in state.get("guards", []) if g["step"] >= state.get("q_first_step", 0)]
 
 
-async def _facts(state: AnalystState) -> guards.DataFacts | None:
-    """The question's input files' columns and load calls (from the file profiler, cached per file)."""
+async def _profiled(state: AnalystState) -> dict[str, Any] | None:
+    """The question's input files' data facts (DataFacts.to_state, with the files they describe: columns, ranges,
+    load calls), profiled once per set of files and kept in state; None without input files."""
     files = state.get("files", [])
-    cached = state.get("data_facts")
-    if cached and cached.get("files") == files:
-        return guards.DataFacts.from_state(cached)
-    return await asyncio.to_thread(guards.profile_facts, files) if files else None
-
-
-async def _data_facts(state: AnalystState, question: str, names: list[str]) -> dict[str, Any] | None:
-    """The data facts the guards need (DataFacts.to_state, with the files they describe), profiled once per set of
-    files and kept in state; None when no data-dependent guard applies to this question."""
-    files = state.get("files", [])
-    if not files or not guards.needs_facts(question, names):
+    if not files:
         return None
     cached = state.get("data_facts")
     if cached and cached.get("files") == files:
         return cached
     return {"files": files, **(await asyncio.to_thread(guards.profile_facts, files)).to_state()}
+
+
+async def _data_facts(state: AnalystState, question: str, names: list[str]) -> dict[str, Any] | None:
+    """The data facts the guards need; None when no data-dependent guard applies to this question."""
+    return await _profiled(state) if guards.needs_facts(question, names) else None
 
 
 async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, Any]:

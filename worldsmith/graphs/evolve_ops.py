@@ -35,6 +35,7 @@ from worldsmith.core.evolution_schemas import (
     ProfilerOutput,
     WorkspaceProfile,
 )
+from worldsmith.core.grading import normalise_text
 from worldsmith.core.schemas import ModelCall
 from worldsmith.core.store import ArtifactError, atomic_write_text, read_model
 from worldsmith.core.workspace_types import FINAL_STATUSES, Node
@@ -192,8 +193,8 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
     def seen(question: str) -> bool:
         return memory.is_duplicate(question, cfg.duplicate_threshold).duplicate
 
-    asked = {n.goal.strip().lower() for n in nodes if n.goal}
-    ideas = [q for q in (tables or {}).get("ideas", []) if q.lower() not in asked and not seen(q)][:6]
+    asked = {normalise_text(n.goal) for n in nodes if n.goal}  # as the director's checker compares them
+    ideas = [q for q in (tables or {}).get("ideas", []) if normalise_text(q) not in asked and not seen(q)][:6]
     decided = await traced("director", direct(llm, records, prof.workspace, prof.domain, seen=seen, ideas=ideas,
                                               k=cfg.directions, max_depth=cfg.budget.max_depth,
                                               tables=(tables or {}).get("text", ""),
