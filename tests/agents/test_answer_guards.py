@@ -142,11 +142,12 @@ def test_derived_quantities_are_not_range_checked() -> None:
 def test_data_facts_keep_no_range_from_a_sampled_table() -> None:
     col = lambda name, lo, hi: SimpleNamespace(name=name, semantic_type="numeric", min=lo, max=hi)  # noqa: E731
     text = SimpleNamespace(name="city", semantic_type="categorical", min=None, max=None)
-    ws = SimpleNamespace(tables=[SimpleNamespace(sampled=False, columns=[col("a", 1, 5), text]),
-                                 SimpleNamespace(sampled=False, columns=[col("a", -2, 3)]),
-                                 SimpleNamespace(sampled=True, columns=[col("b", 0, 1)])])
+    ws = SimpleNamespace(tables=[SimpleNamespace(sampled=False, columns=[col("a", 1, 5), text], label="x.csv"),
+                                 SimpleNamespace(sampled=False, columns=[col("a", -2, 3)], label="y.xlsx[s1]"),
+                                 SimpleNamespace(sampled=True, columns=[col("b", 0, 1)], label="z.csv")])
     facts = DataFacts.from_profile(ws)
     assert facts.columns == ("a", "city", "b") and facts.ranges == {"a": (-2.0, 5.0)}
+    assert facts.tables == {"x.csv": ("a", "city"), "y.xlsx[s1]": ("a",), "z.csv": ("b",)}
     assert DataFacts.from_state(facts.to_state()) == facts
 
 

@@ -151,10 +151,62 @@ async def test_repeating_the_same_cell_gets_a_plain_nudge(scripted, sales_csv: P
     script, make_rt = scripted
     failing = "<think>load</think><code>df = pd.read_csv('nope.csv')</code>"
     script.queue(failing, failing, CODE_TURN, ANSWER_TURN)
-    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    final, _ = await _run(make_rt(analyst={"repeat_resamples": 0}), QUESTION, [sales_csv])
     steps = final["trajectory"]["steps"]
     assert "same code" not in steps[0]["observation"]
     assert "same code as in your previous turn" in steps[1]["observation"]
+
+
+async def test_a_repeat_of_a_failed_cell_is_sampled_again_not_run(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    failing = "<think>load</think><code>df = pd.read_csv('nope.csv')\nprint(len(df))</code>"
+    spaced = "<think>again</think><code>\ndf = pd.read_csv('nope.csv')  \n\nprint(len(df))\n</code>"
+    script.queue(failing, CODE_TURN, failing, spaced, CODE_TURN, ANSWER_TURN)
+    final, events = await _run(make_rt(), QUESTION, [sales_csv])
+    traj = final["trajectory"]
+    # failing ran once; its two repeats (one with other spacing) never ran, the third sample did
+    assert [s["action"]["content"].count("nope.csv") for s in traj["steps"]] == [1, 0, 0, 0]
+    assert len(script.requests) == 6
+    dropped = [c for c in traj["calls"] if c["dropped"]]
+    assert [c["index"] for c in dropped] == [2, 3]
+    # each re-sample is asked from the very same messages, at the re-sample temperature, as a distinct sample
+    assert script.requests[3].messages == script.requests[2].messages == script.requests[4].messages
+    assert [r.temperature for r in script.requests[2:5]] == [0.0, 0.7, 0.7]
+    assert dropped[0]["sampling"].get("temperature") in (None, 0, 0.0) and dropped[1]["sampling"]["temperature"] == 0.7
+    # the conversation goes on from the kept sample: no dropped completion in what the model saw next
+    assert "nope.csv" not in "".join(m["content"] for m in script.requests[5].messages[-4:])
+    assert traj["steps"][2]["call"] == 4 and traj["status"] == "answered"
+    assert any("repeated a failed cell" in e.get("text", "") for e in events)
+
+
+async def test_repeats_past_the_resample_budget_run_with_the_note(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    failing = "<think>load</think><code>df = pd.read_csv('nope.csv')</code>"
+    script.queue(failing, failing, failing, CODE_TURN, ANSWER_TURN)
+    final, _ = await _run(make_rt(analyst={"repeat_resamples": 1}), QUESTION, [sales_csv])
+    steps = final["trajectory"]["steps"]
+    assert [s["action"]["content"] for s in steps[:2]] == ["df = pd.read_csv('nope.csv')"] * 2
+    assert "same code as in your previous turn" in steps[1]["observation"]
+    assert sum(1 for c in final["trajectory"]["calls"] if c["dropped"]) == 1
+
+
+async def test_a_key_only_another_table_has_names_the_tables_that_have_it(scripted, tmp_path: Path) -> None:
+    folder = tmp_path / "room"
+    folder.mkdir()
+    (folder / "visits.csv").write_text("patient_id,period,bp\np1,2023-01,150\np2,2023-01,140\n")
+    (folder / "enrol.csv").write_text("patient_id,treated\np1,1\np2,0\n")
+    script, make_rt = scripted
+    merge = ("<think>merge</think><code>v = pd.read_csv('visits.csv')\ne = pd.read_csv('enrol.csv')\n"
+             "m = v.merge(e, on=['patient_id', 'period'])</code>")
+    fixed = ("<think>merge on the id</think><code>v = pd.read_csv('visits.csv')\ne = pd.read_csv('enrol.csv')\n"
+             "print(v.merge(e, on='patient_id').groupby('treated').bp.mean())</code>")
+    script.queue(merge, fixed, "<think>done</think><answer>@mean_amount[0]</answer>")
+    final, _ = await _run(make_rt(), QUESTION, [folder / "visits.csv", folder / "enrol.csv"])
+    first = final["trajectory"]["steps"][0]["observation"]
+    assert "KeyError" in first
+    assert "'period' is a column of visits.csv only; enrol.csv has patient_id, treated" in first
+    assert "No such column" not in first  # an exact column elsewhere, not a misspelling
+    assert "is a column of" not in final["trajectory"]["steps"][1]["observation"]
 
 
 async def test_a_column_name_in_the_wrong_case_gets_the_exact_names(scripted, sales_csv: Path) -> None:

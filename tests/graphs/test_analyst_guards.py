@@ -107,6 +107,23 @@ async def test_an_answer_after_every_cell_failed_is_reasked_then_recorded_unsupp
     assert "Unsupported answers (a blocking guard still fired; graded wrong): 1 of 1" in md
 
 
+async def test_the_eval_counts_turns_sampled_again_and_trains_on_none_of_them(scripted, sales_csv: Path,
+                                                                               tmp_path: Path) -> None:
+    script, make_rt = scripted
+    script.queue(FAILING, FAILING, READ_TOTAL, answer("@total[60]"))
+    rt = make_rt()
+    task = Task(id="loop", kind="closed_form", instruction=TOTAL, provenance=Provenance(source="manual"),
+                answers=[AnswerSpec(name="total", value=60)])
+    run = RunDir.create("eval", tmp_path / "runs")
+    report = await evaluate([task], lambda t, s: _solve(rt, TOTAL, [sales_csv], t.id), run_dir=run)
+    traj = Trajectory.model_validate_json((run.path / "trajectories" / "loop" / "0.json").read_text())
+    assert report.overall.n_resampled == 1 and report.overall.pass_at_1 == 1.0
+    assert "repeated a failed code cell: 1." in (run.path / "report.md").read_text()
+    # the training conversation holds the failing cell once (it ran once) and no dropped completion
+    trained = [m.content for m in traj.messages() if m.trainable]
+    assert sum("nope.csv" in c for c in trained) == 1 and len(trained) == 3
+
+
 async def test_the_turn_limit_holds_a_reask_back(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     script.queue(FAILING, answer("@total[60]"))
@@ -117,7 +134,8 @@ async def test_the_turn_limit_holds_a_reask_back(scripted, sales_csv: Path) -> N
 
 async def test_turns_running_out_after_a_reask_keep_the_answer_unsupported(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
-    script.queue(FAILING, answer("@total[60]"), FAILING)  # re-asked, it runs code again and the turns are spent
+    # re-asked, it runs (other failing) code again and the turns are spent
+    script.queue(FAILING, answer("@total[60]"), FAILING.replace("nope", "nope2"))
     traj = await _solve(make_rt(analyst={"max_turns": 3}), TOTAL, [sales_csv])
     assert [s.action.kind for s in traj.steps] == ["code", "answer", "code"]
     assert traj.status == "unsupported" and traj.final_answer == "@total[60]"

@@ -96,6 +96,19 @@ def test_turn_and_token_limits(env, sales_csv: Path) -> None:  # noqa: ANN001
     assert len(r.completion_ids) == 40 and r.truncated and r.cells == 0
 
 
+def test_observations_carry_the_same_hints_as_inference(env, sales_csv: Path) -> None:  # noqa: ANN001
+    """One environment for training and inference: a misspelt column gets the data's spelling, a repeated failing
+    cell the repeat note, exactly as the analyst graph words them (agents/analyst.py)."""
+    tok, e = env
+    wrong = "<think>\nmean\n</think>\n<code>\nimport pandas as pd\nprint(pd.read_csv('sales.csv')['Amount'].mean())\n</code>"
+    gen = _scripted(tok, [[wrong, wrong, ANSWER_TURN]])
+    [r] = e.run([_prompt("A: mean?")], [[sales_csv]], gen, 4096)
+    first, second = r.messages[1]["content"], r.messages[3]["content"]
+    assert "KeyError" in first and "'Amount' → 'amount'. Use the exact name." in first
+    assert "same code as in your previous turn" not in first
+    assert "same code as in your previous turn" in second and "'Amount' → 'amount'" in second
+
+
 def test_rewards_read_the_structured_rollout() -> None:
     seen = {}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -209,6 +209,24 @@ def missing_columns(message: str, columns: Sequence[str]) -> list[tuple[str, lis
     return out
 
 
+def columns_elsewhere(message: str, tables: Mapping[str, Sequence[str]]) -> list[str]:
+    """For every key a KeyError names that is a column of some input tables but not of others: which tables have
+    it and which lack it (with their columns), in words — the model looked it up in a table that lacks it (a merge
+    on a key only one side has, say). Nothing with fewer than two tables, or for keys no table has."""
+    if len(tables) < 2:
+        return []
+    if len(message) > 1 and message[0] == message[-1] == '"':
+        message = message[1:-1]
+    out: list[str] = []
+    for key in dict.fromkeys(m.group(1) for m in _QUOTED.finditer(message)):
+        having = [t for t, cols in tables.items() if key in cols]
+        lacking = [t for t, cols in tables.items() if key not in cols]
+        if having and lacking:
+            out.append(f"{key!r} is a column of {', '.join(having)} only; " + "; ".join(
+                f"{t} has {', '.join(tables[t])}" for t in lacking))
+    return out
+
+
 #: a pandas reader called on a quoted path: pd.read_csv("data/x.xlsx", ...)
 _READ_CALL = re.compile(r"\b(?:pd|pandas)\.(read_\w+)\(\s*[rf]?(['\"])(.+?)\2")
 
@@ -228,10 +246,12 @@ def wrong_readers(code: str, loads: dict[str, str]) -> list[str]:
 
 
 def observation_text(result: Any, max_chars: int, columns: Sequence[str] = (), *, code: str = "",
-                     loads: dict[str, str] | None = None, cut_off_at: int | None = None) -> str:
+                     loads: dict[str, str] | None = None, tables: Mapping[str, Sequence[str]] | None = None,
+                     cut_off_at: int | None = None) -> str:
     """The interpreter output the model sees for one executed cell, with a nudge after errors: for a KeyError on a
-    near-miss of a column name, the exact names the data uses; for a file read with the wrong pandas reader, its
-    exact load call; for a cell cut off at the turn's token budget (`cut_off_at`), that it was cut."""
+    near-miss of a column name, the exact names the data uses; on a column that only some tables have, which have
+    it and what the others have; for a file read with the wrong pandas reader, its exact load call; for a cell cut
+    off at the turn's token budget (`cut_off_at`), that it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
     if cut_off_at is not None:
@@ -239,6 +259,8 @@ def observation_text(result: Any, max_chars: int, columns: Sequence[str] = (), *
     if error and error.type == "KeyError" and (missing := missing_columns(error.message, columns)):
         text += "\n" + feedback("missing column", names="; ".join(
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
+    if error and error.type == "KeyError" and (elsewhere := columns_elsewhere(error.message, tables or {})):
+        text += "\n" + feedback("column elsewhere", where=". ".join(elsewhere))
     if error and (wrong := wrong_readers(code, loads or {})):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
     if error:
@@ -251,6 +273,13 @@ def observation_text(result: Any, max_chars: int, columns: Sequence[str] = (), *
 def repeat_nudge() -> str:
     """Appended to an observation when the model re-ran the same failing cell (weak models loop on it)."""
     return "\n" + feedback("repeat")
+
+
+def same_output(before: str, now: str) -> bool:
+    """Two observations equal up to the interpreter's cell numbering (tracebacks name <cell-N>) and the repeat note."""
+    nudge = repeat_nudge()
+    norm = lambda t: re.sub(r"<cell-\d+>", "<cell>", t.split(nudge)[0])  # noqa: E731
+    return norm(before) == norm(now)
 
 
 def restart_note(replay_error: str | None) -> str:

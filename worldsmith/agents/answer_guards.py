@@ -61,6 +61,7 @@ class DataFacts:
     columns: tuple[str, ...] = ()
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     loads: dict[str, str] = field(default_factory=dict)  # file (and its alias) as mounted → its exact load call
+    tables: dict[str, tuple[str, ...]] = field(default_factory=dict)  # table as the profile lists it → its columns
 
     @classmethod
     def from_profile(cls, ws: Any) -> DataFacts:
@@ -69,7 +70,9 @@ class DataFacts:
         ranges: dict[str, tuple[float, float]] = {}
         unknown: set[str] = set()
         loads: dict[str, str] = {}
+        tables: dict[str, tuple[str, ...]] = {}
         for table in ws.tables:
+            tables[table.label] = tuple(c.name for c in table.columns)
             if getattr(table, "load", None):
                 loads.setdefault(table.file, table.load)
             if getattr(table, "alias", None) and getattr(table, "alias_load", None):
@@ -84,16 +87,16 @@ class DataFacts:
                     continue
                 old = ranges.get(c.name, (lo, hi))
                 ranges[c.name] = (min(old[0], float(lo)), max(old[1], float(hi)))
-        return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads)
+        return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads, tables)
 
     def to_state(self) -> dict[str, Any]:
         return {"columns": list(self.columns), "ranges": {k: list(v) for k, v in self.ranges.items()},
-                "loads": dict(self.loads)}
+                "loads": dict(self.loads), "tables": {k: list(v) for k, v in self.tables.items()}}
 
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> DataFacts:
         return cls(tuple(data.get("columns") or ()), {k: (v[0], v[1]) for k, v in (data.get("ranges") or {}).items()},
-                   dict(data.get("loads") or {}))
+                   dict(data.get("loads") or {}), {k: tuple(v) for k, v in (data.get("tables") or {}).items()})
 
 
 def profile_facts(files: Sequence[str]) -> DataFacts:

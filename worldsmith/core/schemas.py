@@ -248,6 +248,8 @@ class ModelCall(Model):
     void_reason: str | None = None
     repaired: str | None = Field(None, description="what lenient parsing fixed to read the completion (its strict "
                                                    "parse error); None when the completion was well-formed")
+    dropped: str | None = Field(None, description="why this completion never entered the conversation (the turn was "
+                                                  "sampled again from the same messages); None for kept completions")
     sampling: dict[str, Any] = Field(default_factory=dict, description="max_tokens, temperature, top_p, seed, stop")
     prompt_tokens: int = 0
     completion_tokens: int = 0

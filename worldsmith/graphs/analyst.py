@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import re
 import time
 import uuid
 from typing import Annotated, Any, Literal, TypedDict
@@ -106,6 +105,18 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
                            temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
     call_index = len(state.get("calls", [])) - state.get("q_first_call", 0)
+    dropped: list[ModelCall] = []
+    failed = _failed_cells(state)
+    while (d.turn.action is not None and d.turn.action.kind == "code" and len(dropped) < cfg.repeat_resamples
+           and _cell_key(d.turn.action.content) in failed):
+        # a weak model re-writes a failing cell word for word, and greedy decoding will again: sample this turn anew
+        dropped.append(_record_call(call_index, sent, d, state.get("q_first_message", 0),
+                                    dropped="repeats a code cell that already failed in this question"))
+        call_index += 1
+        emit({"type": "feedback", "text": "the model repeated a failed cell; sampling its turn again"})
+        d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
+                               temperature=cfg.repeat_temperature,
+                               sample_index=10 * state.get("sample_index", 0) + len(dropped))
     call = _record_call(call_index, sent, d, state.get("q_first_message", 0))
     c = d.completion
     base = {"index": len(state.get("steps", [])), "raw": d.raw, "thought": d.turn.thought,
@@ -113,7 +124,7 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
             "latency_s": c.latency_s, "call": call_index}
     if d.turn.thought:
         emit({"type": "thought", "text": d.turn.thought, "turn": turn})
-    update: dict[str, Any] = {"turn": turn + 1, "calls": [call.model_dump(mode="json")]}
+    update: dict[str, Any] = {"turn": turn + 1, "calls": [c.model_dump(mode="json") for c in (*dropped, call)]}
     if d.turn.action is None:
         step = Step(**base, void=True, void_reason=d.turn.error or "no action")
         text = agent.void_feedback(d.turn.error)
@@ -128,7 +139,19 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     return update
 
 
-def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_first_message: int) -> ModelCall:
+def _cell_key(code: str) -> str:
+    """A code cell up to trailing spaces and blank lines (what makes two cells "the same")."""
+    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
+
+
+def _failed_cells(state: AnalystState) -> set[str]:
+    """The cells of the current question that ran and failed (their _cell_key)."""
+    return {_cell_key(s["action"]["content"]) for s in state.get("steps", [])[state.get("q_first_step", 0):]
+            if (s.get("action") or {}).get("kind") == "code" and not (s.get("execution") or {}).get("ok", True)}
+
+
+def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_first_message: int,
+                 dropped: str | None = None) -> ModelCall:
     """The training record of one call. Its messages are the provider's request messages; our own copies only add
     what wrote each one, so a layer that changed the messages on the way out is an error, not a silent mismatch."""
     c = d.completion
@@ -147,7 +170,7 @@ def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_fi
         templates.update(m.get("templates") or {})
     return ModelCall(index=index, messages=messages, templates=templates, completion=c.text, reply=d.reply,
                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None,
-                     repaired=d.turn.repaired,
+                     repaired=d.turn.repaired, dropped=dropped,
                      sampling=dict(c.sampling), prompt_tokens=c.usage.prompt_tokens,
                      completion_tokens=c.usage.completion_tokens, latency_s=c.latency_s,
                      finish_reason=c.finish_reason, cached=c.cached, model=c.model, provider=c.provider)
@@ -176,11 +199,11 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
     last_call = (state.get("calls") or [{}])[-1]
     observation = agent.observation_text(
         result, cfg.max_observation_chars, facts.columns if facts else (), code=code,
-        loads=facts.loads if facts else None,
+        loads=facts.loads if facts else None, tables=facts.tables if facts else None,
         cut_off_at=cfg.max_tokens_per_turn if last_call.get("finish_reason") == "length" else None)
     nudged = observation != result.to_observation(cfg.max_observation_chars)
     previous = next((s for s in reversed(state.get("steps", [])) if s.get("action")), None)
-    if previous and previous["action"] == pending["action"] and _same_output(previous.get("observation") or "", observation):
+    if previous and previous["action"] == pending["action"] and agent.same_output(previous.get("observation") or "", observation):
         observation += agent.repeat_nudge()  # weak models loop on a failing cell; say so plainly
         nudged = True
     if result.restarted:  # timeout or crash: rebuild the variables earlier cells made
@@ -333,13 +356,6 @@ def build_analyst_graph(checkpointer: Any = None) -> Any:
     g.add_conditional_edges("check", route_after_check)
     g.add_edge("finalize", END)
     return g.compile(checkpointer=checkpointer, name="analyst")
-
-
-def _same_output(before: str, now: str) -> bool:
-    """Equal up to the interpreter's cell numbering (tracebacks name <cell-N>)."""
-    nudge = agent.repeat_nudge()
-    norm = lambda t: re.sub(r"<cell-\d+>", "<cell>", t.split(nudge)[0])  # noqa: E731
-    return norm(before) == norm(now)
 
 
 def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, Any]], str]:

@@ -93,7 +93,7 @@ def _sample_result(task: Task, traj: Trajectory, grade: Grade, path: Path, run_d
     return SampleResult(sample_index=traj.sample_index, status=traj.status, passed=grade.passed, score=grade.score,
                         sub_correct=correct, sub_total=total, error=traj.error, empty=empty, resumed=resumed,
                         path=path.relative_to(run_dir.path).as_posix(), time_s=traj.time_s,
-                        guards=tally_guards(traj.guards))
+                        guards=tally_guards(traj.guards), resampled=sum(1 for c in traj.calls if c.dropped))
 
 
 async def _grade(task: Task, traj: Trajectory, strict: bool | None, llm: StructuredLLM | None) -> Grade:

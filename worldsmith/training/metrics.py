@@ -72,6 +72,7 @@ class SampleResult(BaseModel):
     path: str = Field("", description="trajectory file relative to the run directory")
     time_s: float = 0.0
     guards: dict[str, GuardTally] = Field(default_factory=dict, description="answer guards that fired, by kind")
+    resampled: int = Field(0, description="turns sampled again because they repeated a failed code cell")
 
 
 class TaskResult(BaseModel):
@@ -103,6 +104,7 @@ class Metrics(BaseModel):
     n_errors: int = Field(description="samples whose solve raised")
     n_unsupported: int = Field(0, description="samples whose answer a blocking guard left unsupported (graded wrong)")
     guards: dict[str, GuardTally] = Field(default_factory=dict, description="answer guards that fired, by kind")
+    n_resampled: int = Field(0, description="turns sampled again because they repeated a failed code cell")
 
 
 class EvalReport(BaseModel):
@@ -164,6 +166,7 @@ def compute_metrics(results: list[TaskResult], samples: int) -> Metrics:
         n_errors=sum(1 for r in results for p in r.samples if p.status == "error"),
         n_unsupported=sum(1 for r in results for p in r.samples if p.status == "unsupported"),
         guards=_sum_tallies(p.guards for r in results for p in r.samples),
+        n_resampled=sum(p.resampled for r in results for p in r.samples),
     )
 
 
@@ -237,7 +240,7 @@ def _guards_table(m: Metrics) -> list[str]:
     """Guard firings by kind (agents/answer_guards.py) and the answers left unsupported."""
     n = m.n_tasks * m.samples
     out = [f"Unsupported answers (a blocking guard still fired; graded wrong): {m.n_unsupported} of {n} trajectories.",
-           ""]
+           "", f"Turns sampled again because they repeated a failed code cell: {m.n_resampled}.", ""]
     if not m.guards:
         return out + ["No guard fired."]
     out += ["| guard | fired (answers) | re-asked | trajectories |", "|---|---|---|---|"]

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from worldsmith.agents.analyst import PRELUDE, observation_text, void_feedback
+from worldsmith.agents.analyst import PRELUDE, observation_text, repeat_nudge, same_output, void_feedback
+from worldsmith.agents.answer_guards import profile_facts
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
                                       to_chat_roles)
@@ -64,6 +65,8 @@ class Rollout:
     turns: int = 0
     truncated: bool = False  # stopped by the token budget
     cells: int = 0
+    cut_off: bool = False  # the latest turn hit max_new_tokens before it ended
+    last_cell: tuple[str, str] | None = None  # (code, observation) of the latest cell, for the repeat note
 
     @property
     def model_tokens(self) -> int:
@@ -185,7 +188,7 @@ class SandboxEnvironment:
                 for i, new in zip(batch, outs):
                     code = self._take_turn(rollouts[i], list(new), max_completion_tokens, ready, i)
                     if code is not None:
-                        pending[i] = loop.submit(self._cell(sessions[i], code, timings))
+                        pending[i] = loop.submit(self._cell(sessions[i], code, timings, rollouts[i], inputs[i]))
         finally:
             for fut in pending.values():
                 fut.cancel()
@@ -205,6 +208,7 @@ class SandboxEnvironment:
         r.turns += 1
         text = self.frame.tok.decode([t for t in new if t not in self.frame.eos_ids])
         raw = text if self.frame.ended(new) or r.truncated else close_action(text)
+        r.cut_off = not self.frame.ended(new) and len(new) >= self.config.max_new_tokens
         turn = parse_turn_lenient(raw)
         r.messages.append({"role": "assistant", "content": raw})
         if r.truncated:
@@ -260,12 +264,25 @@ class SandboxEnvironment:
         timings.sandbox_s += time.perf_counter() - start
         return sb
 
-    async def _cell(self, session: concurrent.futures.Future[Sandbox], code: str, timings: RolloutTimings) -> str:
+    async def _cell(self, session: concurrent.futures.Future[Sandbox], code: str, timings: RolloutTimings,
+                    r: Rollout, inputs: Sequence[Path]) -> str:
+        """The cell's observation exactly as inference words it (graphs/analyst.py execute): the same hints after an
+        error (column spellings, the tables that have a column, the right reader), the cut-off note and the repeat
+        note. Inference's re-sampling of a repeated failed cell is not done here: RL learns from its own repeats."""
         sb = await asyncio.wrap_future(session)
         start = time.perf_counter()
         result = await sb.run(code, timeout=self.config.cell_timeout_s)
         timings.sandbox_s += time.perf_counter() - start
-        return observation_text(result, self.config.max_observation_chars)
+        facts = None
+        if result.error is not None and inputs:
+            facts = await asyncio.to_thread(profile_facts, [str(p) for p in inputs])
+        text = observation_text(result, self.config.max_observation_chars, facts.columns if facts else (), code=code,
+                                loads=facts.loads if facts else None, tables=facts.tables if facts else None,
+                                cut_off_at=self.config.max_new_tokens if r.cut_off else None)
+        if r.last_cell is not None and r.last_cell[0] == code and same_output(r.last_cell[1], text):
+            text += repeat_nudge()
+        r.last_cell = (code, text)
+        return text
 
     @staticmethod
     async def _close(session: concurrent.futures.Future[Sandbox]) -> None:
