@@ -206,6 +206,7 @@ async def test_a_key_only_another_table_has_names_the_tables_that_have_it(script
     assert "KeyError" in first
     assert "'period' is a column of visits.csv only; enrol.csv has patient_id, treated" in first
     assert "No such column" not in first  # an exact column elsewhere, not a misspelling
+    assert "[The DataFrame it was looked up in has these columns: patient_id, treated.]" in first
     assert "is a column of" not in final["trajectory"]["steps"][1]["observation"]
 
 

@@ -50,6 +50,23 @@ async def test_a_library_error_shows_the_cells_line_and_the_raising_frame_only(b
         assert "The above exception" not in chained.error.traceback and "ValueError: no a" in chained.error.traceback
 
 
+async def test_a_keyerror_on_a_dataframe_reports_that_frames_columns(backend: str) -> None:
+    async with open_sandbox(fast_config(backend)) as sb:
+        setup = await sb.run("import pandas as pd\n"
+                             "a = pd.DataFrame({'id': [1, 2], 'channel': ['web', 'shop'], 'v': [1.0, 2.0]})\n"
+                             "b = pd.DataFrame({'id': [1, 2], 'channel': ['web', 'web']})\n"
+                             "m = a.merge(b, on='id')")
+        assert setup.ok
+        grouped = await sb.run("m.groupby('channel')['v'].mean()")  # the merge renamed it channel_x / channel_y
+        assert grouped.error.type == "KeyError" and grouped.error.columns == ["id", "channel_x", "v", "channel_y"]
+        picked = await sb.run("a[['id', 'region']]")
+        assert picked.error.columns == ["id", "channel", "v"]
+        merged = await sb.run("a.merge(b.drop(columns='channel'), on=['id', 'channel'])")
+        assert merged.error.columns == ["id"]  # the frame that lacks the key, not the one that has it
+        plain = await sb.run("{'x': 1}['y']")  # a KeyError on no DataFrame: nothing to report
+        assert plain.error.type == "KeyError" and plain.error.columns is None
+
+
 async def test_output_is_truncated_head_and_tail(backend: str) -> None:
     cfg = fast_config(backend, max_output_chars=1000)
     async with open_sandbox(cfg) as sb:

@@ -245,17 +245,28 @@ def wrong_readers(code: str, loads: dict[str, str]) -> list[str]:
     return out
 
 
+def frame_columns_note(result: Any) -> str:
+    """After a KeyError on a DataFrame: a line with that DataFrame's columns (the sandbox reports them), so a merge's
+    `name_x` / `name_y` or a column dropped earlier is in plain sight; '' otherwise."""
+    error = getattr(result, "error", None)
+    columns = getattr(error, "columns", None) if error is not None else None
+    if error is None or error.type != "KeyError" or columns is None:
+        return ""
+    return "\n" + feedback("frame columns", columns=", ".join(columns) or "(none)")
+
+
 def observation_text(result: Any, max_chars: int, columns: Sequence[str] = (), *, code: str = "",
                      loads: dict[str, str] | None = None, tables: Mapping[str, Sequence[str]] | None = None,
                      cut_off_at: int | None = None) -> str:
-    """The interpreter output the model sees for one executed cell, with a nudge after errors: for a KeyError on a
-    near-miss of a column name, the exact names the data uses; on a column that only some tables have, which have
+    """The interpreter output the model sees for one executed cell, with a nudge after errors: for a KeyError, the
+    columns of the DataFrame it was looked up in (when the sandbox reports them); on a near-miss of a column name, the exact names the data uses; on a column that only some tables have, which have
     it and what the others have; for a file read with the wrong pandas reader, its exact load call; for a cell cut
     off at the turn's token budget (`cut_off_at`), that it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
     if cut_off_at is not None:
         text += "\n" + feedback("cut off", tokens=str(cut_off_at))
+    text += frame_columns_note(result)
     if error and error.type == "KeyError" and (missing := missing_columns(error.message, columns)):
         text += "\n" + feedback("missing column", names="; ".join(
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))

@@ -43,6 +43,8 @@ class ExecError(BaseModel):
     type: str = Field(description="exception class name, e.g. 'KeyError', 'TimeoutError', 'PrecheckRejected'")
     message: str = Field(description="str(exception)")
     traceback: str = Field("", description="traceback limited to the cell's own frames")
+    columns: list[str] | None = Field(None, description="for a KeyError raised by a pandas DataFrame lookup: that "
+                                                        "DataFrame's columns (the first 60)")
 
 
 class ExecResult(BaseModel):

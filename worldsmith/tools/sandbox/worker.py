@@ -261,7 +261,31 @@ class Worker:
             cut = Capture(self.limit)
             cut.write(text)
             text = cut.getvalue()[0]
-        return {"type": type(exc).__name__, "message": str(exc)[:2000], "traceback": text}
+        out = {"type": type(exc).__name__, "message": str(exc)[:2000], "traceback": text}
+        if isinstance(exc, KeyError):
+            columns = self._frame_columns(tb)
+            if columns is not None:
+                out["columns"] = columns
+        return out
+
+    @staticmethod
+    def _frame_columns(tb, limit=60):
+        """The columns of the DataFrame a KeyError was raised on (innermost frame first): the frame that looked the
+        key up has it as `self` or `obj`. A merged frame's `channel_x` / `channel_y` is then in plain sight."""
+        found = None
+        while tb is not None:
+            for name in ("self", "obj"):
+                value = tb.tb_frame.f_locals.get(name)
+                if type(value).__name__ == "DataFrame" and type(value).__module__.startswith("pandas"):
+                    found = value
+                    break
+            tb = tb.tb_next
+        if found is None:
+            return None
+        try:
+            return [str(c) for c in list(found.columns)[:limit]]
+        except Exception:  # noqa: BLE001 - a broken frame: no columns, the error stands on its own
+            return None
 
     @staticmethod
     def _short_traceback(exc, tb):
