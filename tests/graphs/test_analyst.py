@@ -176,7 +176,7 @@ async def test_a_repeat_of_a_failed_cell_is_sampled_again_not_run(scripted, sale
     # the conversation goes on from the kept sample: no dropped completion in what the model saw next
     assert "nope.csv" not in "".join(m["content"] for m in script.requests[5].messages[-4:])
     assert traj["steps"][2]["call"] == 4 and traj["status"] == "answered"
-    assert any("repeated a failed cell" in e.get("text", "") for e in events)
+    assert any("repeats a code cell that already failed" in e.get("text", "") for e in events)
 
 
 async def test_repeats_past_the_resample_budget_run_with_the_note(scripted, sales_csv: Path) -> None:
@@ -243,6 +243,26 @@ async def test_a_file_read_with_the_wrong_reader_gets_its_exact_load_call(script
     assert "sheet_name=\"q1\"" in steps[0]["observation"].split("Load each file")[1]
     assert "20.0" in steps[1]["observation"] and "Load each file" not in steps[1]["observation"]
     assert final["trajectory"]["status"] == "answered"
+
+
+async def test_the_wrong_reader_again_after_its_hint_is_sampled_again(scripted, tmp_path: Path) -> None:
+    import pandas as pd
+
+    book = tmp_path / "in" / "book.xlsx"
+    book.parent.mkdir()
+    pd.DataFrame({"amount": [10, 30]}).to_excel(book, sheet_name="q1", index=False)
+    script, make_rt = scripted
+    wrong = "<think>load</think><code>df = pd.read_csv('book.xlsx')\nprint(df.amount.mean())</code>"
+    latin = "<think>encoding</think><code>df = pd.read_csv('book.xlsx', encoding='latin1')\nprint(df.amount.mean())</code>"
+    right = "<think>load</think><code>df = pd.read_excel('book.xlsx', sheet_name='q1')\nprint(df.amount.mean())</code>"
+    script.queue(wrong, latin, right, "<think>done</think><answer>@mean_amount[20.0]</answer>")
+    final, _ = await _run(make_rt(), QUESTION, [book])
+    traj = final["trajectory"]
+    assert [s["action"]["content"].split("(")[0] for s in traj["steps"][:2]] == ["df = pd.read_csv", "df = pd.read_excel"]
+    [dropped] = [c for c in traj["calls"] if c["dropped"]]
+    assert "read_csv('book.xlsx', encoding='latin1')" in dropped["completion"]
+    assert dropped["dropped"].startswith("reads a file with the reader it was told is wrong (book.xlsx → pd.read_excel(")
+    assert traj["status"] == "answered" and "20.0" in traj["steps"][1]["observation"]
 
 
 async def test_a_cell_cut_off_at_the_turn_budget_is_named_as_such(scripted, sales_csv: Path) -> None:

@@ -15,6 +15,7 @@ import asyncio
 import operator
 import time
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph.config import get_config
@@ -106,14 +107,14 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
                            temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
     call_index = len(state.get("calls", [])) - state.get("q_first_call", 0)
     dropped: list[ModelCall] = []
-    failed = _failed_cells(state)
+    known = _known_mistakes(state)
     while (d.turn.action is not None and d.turn.action.kind == "code" and len(dropped) < cfg.repeat_resamples
-           and _cell_key(d.turn.action.content) in failed):
-        # a weak model re-writes a failing cell word for word, and greedy decoding will again: sample this turn anew
-        dropped.append(_record_call(call_index, sent, d, state.get("q_first_message", 0),
-                                    dropped="repeats a code cell that already failed in this question"))
+           and (why := known(d.turn.action.content))):
+        # a weak model re-writes a failing cell, or the mistake it was just told how to fix, and greedy decoding
+        # will again: sample this turn anew
+        dropped.append(_record_call(call_index, sent, d, state.get("q_first_message", 0), dropped=why))
         call_index += 1
-        emit({"type": "feedback", "text": "the model repeated a failed cell; sampling its turn again"})
+        emit({"type": "feedback", "text": f"the model's cell {why}; sampling its turn again"})
         d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
                                temperature=cfg.repeat_temperature,
                                sample_index=10 * state.get("sample_index", 0) + len(dropped))
@@ -144,10 +145,23 @@ def _cell_key(code: str) -> str:
     return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
 
 
-def _failed_cells(state: AnalystState) -> set[str]:
-    """The cells of the current question that ran and failed (their _cell_key)."""
-    return {_cell_key(s["action"]["content"]) for s in state.get("steps", [])[state.get("q_first_step", 0):]
-            if (s.get("action") or {}).get("kind") == "code" and not (s.get("execution") or {}).get("ok", True)}
+def _known_mistakes(state: AnalystState) -> Callable[[str], str | None]:
+    """A check of a new code cell against the mistakes this question has already shown: a cell that ran and failed,
+    written again (up to spacing); a file read again with the pandas reader the feedback named as wrong (its load
+    call was shown). Returns why the cell is a known mistake, or None."""
+    failed = [s["action"]["content"] for s in state.get("steps", [])[state.get("q_first_step", 0):]
+              if (s.get("action") or {}).get("kind") == "code" and not (s.get("execution") or {}).get("ok", True)]
+    keys = {_cell_key(c) for c in failed}
+    facts = state.get("data_facts") or {}
+    loads = (facts.get("loads") or {}) if facts.get("files") == state.get("files", []) else {}
+    told = {w for c in failed for w in agent.wrong_readers(c, loads)}
+
+    def check(code: str) -> str | None:
+        if _cell_key(code) in keys:
+            return "repeats a code cell that already failed in this question"
+        again = [w for w in agent.wrong_readers(code, loads) if w in told]
+        return f"reads a file with the reader it was told is wrong ({'; '.join(again)})" if again else None
+    return check
 
 
 def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_first_message: int,
