@@ -119,3 +119,23 @@ def test_rewards_read_the_structured_rollout() -> None:
     msgs = [[{"role": "assistant", "content": ANSWER_TURN}]]
     assert rollout_reward(base)(["p"], ["flattened text"], rollout_messages=msgs, answers=[[]]) == [1.0]
     assert seen["completions"] == msgs and "rollout_messages" not in seen["kw"]
+
+
+def test_a_right_answer_no_cell_backs_earns_nothing(env, sales_csv: Path) -> None:  # noqa: ANN001
+    """The blocking answer guards hold in RL as in inference: an answer after cells that all failed (or with no cell)
+    is unsupported, and the reward of a correct unsupported answer is 0, not 1; a backed one keeps its credit."""
+    from worldsmith.training.rewards import datamind_reward
+
+    tok, e = env
+    failing = "<think>\nload\n</think>\n<code>\nprint(open('nope.csv').read())\n</code>"
+    gen = _scripted(tok, [[failing, ANSWER_TURN], [ANSWER_TURN], [CODE_TURN, ANSWER_TURN]])
+    rollouts = e.run([_prompt("A"), _prompt("B"), _prompt("C")], [[sales_csv]] * 3, gen, 4096, [["rows"]] * 3)
+    assert [r.answer for r in rollouts] == ["@rows[3]"] * 3
+    assert rollouts[0].unsupported == "no_evidence: every code cell failed"
+    assert rollouts[1].unsupported == "no_evidence: no code has run" and rollouts[2].unsupported is None
+    out = rollout_output(rollouts)
+    assert out["unsupported"] == [True, True, False]
+    answers = [[{"name": "rows", "value": 3}]] * 3
+    scores = rollout_reward(datamind_reward)(["A", "B", "C"], ["", "", ""], rollout_messages=out["rollout_messages"],
+                                             unsupported=out["unsupported"], answers=answers, answer_tokens=[10] * 3)
+    assert scores == [0.0, 0.0, 1.0]  # all three answers are right; only the backed one pays

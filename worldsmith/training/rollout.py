@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from worldsmith.agents.analyst import PRELUDE, observation_text, repeat_nudge, same_output, void_feedback
-from worldsmith.agents.answer_guards import profile_facts
+from worldsmith.agents.answer_guards import Cell, example_copy, no_evidence, profile_facts
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
                                       to_chat_roles)
@@ -67,6 +67,8 @@ class Rollout:
     cells: int = 0
     cut_off: bool = False  # the latest turn hit max_new_tokens before it ended
     last_cell: tuple[str, str] | None = None  # (code, observation) of the latest cell, for the repeat note
+    executed: list[Cell] = field(default_factory=list)  # every cell run, for the answer guards
+    unsupported: str | None = None  # a blocking answer guard's finding (no evidence, worked-example copy)
 
     @property
     def model_tokens(self) -> int:
@@ -154,16 +156,22 @@ class SandboxEnvironment:
                              "(use SFTRLTrainer, which records the rows it rolls out)")
         inputs = [[Path(p) for p in (r.get("inputs") or [])] for r in rows]
         generate = self.generator or trainer_generator(trainer, self.config.max_new_tokens)
-        rollouts = self.run(prompts, inputs, generate, int(trainer.args.max_completion_length))
+        names = [[str(a.get("name")) for a in _decoded(r.get("answers"))] for r in rows]
+        rollouts = self.run(prompts, inputs, generate, int(trainer.args.max_completion_length), names)
         for name, value in (("rollout/turns", sum(r.turns for r in rollouts) / len(rollouts)),
-                            ("rollout/cells", sum(r.cells for r in rollouts) / len(rollouts))):
+                            ("rollout/cells", sum(r.cells for r in rollouts) / len(rollouts)),
+                            ("rollout/unsupported", sum(r.unsupported is not None for r in rollouts) / len(rollouts))):
             trainer._metrics["train" if trainer.model.training else "eval"][name].append(value)
         return rollout_output(rollouts)
 
     # ---- rollouts --------------------------------------------------------------------------------------
     def run(self, prompts: Sequence[Sequence[dict[str, str]]], inputs: Sequence[Sequence[Path]],
-            generate: TurnGenerator, max_completion_tokens: int) -> list[Rollout]:
-        """Roll out every prompt to an answer, `max_turns` turns, or the token budget; one sandbox session each."""
+            generate: TurnGenerator, max_completion_tokens: int,
+            names: Sequence[Sequence[str]] | None = None) -> list[Rollout]:
+        """Roll out every prompt to an answer, `max_turns` turns, or the token budget; one sandbox session each.
+        An answer is then checked by the blocking answer guards, as inference does (agents/answer_guards.py): one
+        with no cell that read the data, or that copies the worked example, is marked `unsupported` (the rewards
+        score it wrong: a right guess must not pay). `names`: each prompt's requested answer names."""
         loop = self._ensure_loop()
         timings = RolloutTimings()
         rollouts = [Rollout(prompt_ids=self.frame.prompt_ids(p)) for p in prompts]
@@ -193,6 +201,12 @@ class SandboxEnvironment:
             for fut in pending.values():
                 fut.cancel()
             concurrent.futures.wait([loop.submit(self._close(s)) for s in sessions])
+        for k, r in enumerate(rollouts):
+            if r.answer is not None:
+                wanted = list(names[k]) if names is not None else []
+                found = no_evidence(r.executed, [str(p) for p in inputs[k]]) or \
+                    example_copy(r.answer, wanted, r.executed)
+                r.unsupported = f"{found.kind}: {found.detail}" if found else None
         self.timings.add(timings)
         self.last_timings = timings
         return rollouts
@@ -282,6 +296,7 @@ class SandboxEnvironment:
         if r.last_cell is not None and r.last_cell[0] == code and same_output(r.last_cell[1], text):
             text += repeat_nudge()
         r.last_cell = (code, text)
+        r.executed.append(Cell(code=code, ok=result.ok, observation=text))
         return text
 
     @staticmethod
@@ -313,18 +328,32 @@ def rollout_output(rollouts: Sequence[Rollout]) -> dict[str, Any]:
         "void": [r.void for r in rollouts],
         "rollout_messages": [r.messages for r in rollouts],
         "answer_tokens": [r.model_tokens for r in rollouts],
+        "unsupported": [r.unsupported is not None for r in rollouts],
     }
+
+
+def _decoded(answers: Any) -> list[dict[str, Any]]:
+    """A dataset row's answers (JSON text in the RL dataset, or already a list); [] for report tasks."""
+    if isinstance(answers, str):
+        answers = json.loads(answers)
+    return [a for a in answers or [] if isinstance(a, dict)]
 
 
 def rollout_reward(base: Callable[..., list[float]]) -> Callable[..., list[float]]:
     """A TRL reward function scoring the rollout's structured messages (assistant turns and interpreter output as
-    separate messages) rather than TRL's decoded completion text; `answers` given as JSON text are decoded."""
+    separate messages) rather than TRL's decoded completion text; `answers` given as JSON text are decoded. A
+    rollout the answer guards left `unsupported` scores at most 0: no credit for an answer no data backs (a
+    malformed one keeps its penalty)."""
 
     def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         messages = kwargs.pop("rollout_messages", None)
+        unsupported = kwargs.pop("unsupported", None)
         if kwargs.get("answers") is not None:  # the RL dataset stores each row's answers as JSON text
             kwargs["answers"] = [json.loads(a) if isinstance(a, str) else a for a in kwargs["answers"]]
-        return base(prompts, completions if messages is None else messages, **kwargs)
+        scores = base(prompts, completions if messages is None else messages, **kwargs)
+        if unsupported is None:
+            return scores
+        return [min(s, 0.0) if bad else s for s, bad in zip(scores, unsupported, strict=True)]
 
     reward.__name__ = getattr(base, "__name__", "reward")
     return reward
