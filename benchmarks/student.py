@@ -63,6 +63,9 @@ class PipelineConfig:
     epochs: float = 2.0
     lr: float | None = None
     sft_max_tokens: int = 4096
+    sft_max_turn_tokens: int | None = None
+    """Trajectories with a longer assistant turn do not train (tokens); None: max_tokens, the budget a turn has at
+    eval (a world oracle's whole reference script as one cell is thousands); 0: no limit."""
     export: bool = True
     rl_steps: int = 0
     rl_generations: int = 4
@@ -71,6 +74,9 @@ class PipelineConfig:
     rl_expert_max_tokens: int | None = None
     """Longest expert for the RL run's SFT term (longer ones are dropped, not cut); None: sft_max_tokens."""
     eval_teacher: bool = False
+    teacher_passes: int = 1
+    """Teacher passes over the train tasks: the first greedy, each further one sampled (temperature 0.7, its own
+    seed); every pass's graded passes train (rejection sampling)."""
     seed: int = 0
 
 
@@ -152,9 +158,15 @@ class Pipeline:
             return {"skipped": "no teacher: SFT on the worlds' oracle trajectories only"}
         return self.evaluate(self.cfg.teacher, self.root / "tasks" / "train", "teacher", limit=None)
 
+    def teacher_sampled(self, k: int) -> dict[str, Any]:
+        """A further teacher pass over the train tasks, sampled (temperature 0.7, seed k): more graded passes."""
+        agent = {**(self.cfg.teacher or TEACHER), "temperature": 0.7, "seed": k}
+        return self.evaluate(agent, self.root / "tasks" / "train", f"teacher-{k}", limit=None)
+
     def expert_data(self) -> list[Path]:
-        """SFT data: the teacher's eval run (its graded passes) and the train collection (its oracles)."""
-        teacher = [self.root / "teacher"] if self.cfg.teacher is not None else []
+        """SFT data: the teacher's eval runs (their graded passes) and the train collection (its oracles)."""
+        teacher = [self.root / "teacher", *(self.root / f"teacher-{k}" for k in range(2, self.cfg.teacher_passes + 1))
+                   ] if self.cfg.teacher is not None else []
         return [*teacher, self.root / "tasks" / "train"]
 
     def sft(self) -> dict[str, Any]:
@@ -164,6 +176,8 @@ class Pipeline:
         req = SFTRequest(data=self.expert_data(), tasks=[train], model=self.cfg.student,
                          out=self.fresh("sft"), epochs=self.cfg.epochs, max_steps=self.cfg.sft_steps, lr=self.cfg.lr,
                          lora=self.cfg.lora, max_tokens=self.cfg.sft_max_tokens, overflow="truncate",
+                         max_turn_tokens=self.cfg.max_tokens if self.cfg.sft_max_turn_tokens is None
+                         else self.cfg.sft_max_turn_tokens,
                          validation_fraction=0.0, seed=self.cfg.seed)
         summary = sft_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
         keep = ("steps", "final_loss", "data_train", "data_rejected", "checkpoint")
@@ -263,6 +277,9 @@ class Pipeline:
         cfg, t0 = self.cfg, time.monotonic()
         self.stage("worlds", self.worlds)
         self.stage("teacher", self.teacher)
+        if cfg.teacher is not None:
+            for k in range(2, cfg.teacher_passes + 1):
+                self.stage(f"teacher-{k}", lambda k=k: self.teacher_sampled(k))
         self.stage("sft", self.sft)
         base = self.stage("base", self.base)["result"]
         sft_ckpt = self.root / "sft" / "checkpoint"
@@ -294,6 +311,7 @@ class Pipeline:
         evals = {name[len("eval-"):]: rec["result"] for name, rec in stages.items() if name.startswith("eval-")}
         config = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.cfg).items()}
         return {"config": config, "split": stages["worlds"]["result"], "teacher": stages["teacher"]["result"],
+                "teacher_sampled": [v["result"] for k, v in sorted(stages.items()) if k.startswith("teacher-")],
                 "sft": stages["sft"]["result"], "rl": stages.get("rl", {}).get("result"),
                 "export": {k: v["result"] for k, v in stages.items() if k.startswith(("base", "export"))},
                 "eval": evals, "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
@@ -320,6 +338,7 @@ def render_report(s: dict[str, Any]) -> str:
              f"Held-out worlds ({len(held['worlds'])}, {len(held['tasks'])} tasks): {', '.join(held['worlds'])}", "",
              (("No teacher; " if "skipped" in teacher else
                f"Teacher ({teacher['agent'].get('model')}) on the train tasks: pass@1 {teacher['pass_at_1']:.1%}; ")
+              + "".join(f"sampled pass: pass@1 {t['pass_at_1']:.1%}; " for t in s.get("teacher_sampled") or [])
               + f"SFT on {sft['data_train']} examples ({sft['data_rejected']} rejected), {sft['steps']} steps, "
               f"final loss {sft['final_loss']:.4f}."), "",
              "| model | eval set | tasks | pass@1 | grammar-valid turns | void turns | turns | errors |",
@@ -355,6 +374,8 @@ def main() -> None:
     ap.add_argument("--rl-steps", type=int, default=0, help="SFT+RL steps after SFT (0: none)")
     ap.add_argument("--rl-prompts", type=int, default=2, help="distinct train tasks per RL step")
     ap.add_argument("--eval-teacher", action="store_true", help="also evaluate the teacher (reference row)")
+    ap.add_argument("--teacher-passes", type=int, default=1,
+                    help="teacher passes over the train tasks (the first greedy, the rest sampled at 0.7)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     teacher = None if a.no_teacher else {"provider": "embedded", "model": a.teacher}
@@ -363,7 +384,7 @@ def main() -> None:
                          tasks_per_world=a.tasks_per_world, dabench=a.dabench, limit=a.limit, max_turns=a.max_turns,
                          max_tokens=a.max_tokens, lora=a.lora, sft_steps=a.sft_steps, epochs=a.epochs, lr=a.lr,
                          export=not a.no_export, rl_steps=a.rl_steps, rl_prompts=a.rl_prompts,
-                         eval_teacher=a.eval_teacher, seed=a.seed)
+                         eval_teacher=a.eval_teacher, teacher_passes=a.teacher_passes, seed=a.seed)
     summary = Pipeline(cfg).run()
     print(render_report(summary))
     print(f"report: {Path(cfg.out) / 'report.md'}")

@@ -130,6 +130,21 @@ def test_dedup_length_limits_and_the_counts(tok) -> None:
         build_sft_dataset([passed(small_trajectory(), ok=False)], tok)
 
 
+def test_a_turn_longer_than_the_inference_budget_drops_its_trajectory(tok) -> None:
+    """A world's reference script as one cell (thousands of tokens) would teach a turn the harness cuts off at its
+    per-turn budget: such a trajectory is dropped whole, with its reason; short turns pass."""
+    script = "total = 0\n" * 60  # 600 characters: 600 tokens at one token per byte
+    long = oracle(3).model_copy(update={"id": "long", "steps": [
+        Step(index=0, thought="run", action=Action(kind="code", content=script + "print(total)"), observation="0"),
+        Step(index=1, thought="done", action=Action(kind="answer", content="@x[0]"))]})
+    kept = build_sft_dataset([oracle(1), long], tok, config=DataConfig(validation_fraction=0, max_turn_tokens=200))
+    assert kept.train["trajectory_id"] == ["o1"] and kept.stats.rejected == {"a turn longer than 200 tokens": 1}
+    both = build_sft_dataset([oracle(1), long], tok, config=DataConfig(validation_fraction=0))
+    assert both.train["trajectory_id"] == ["o1", "long"]
+    with pytest.raises(ValueError, match="max_turn_tokens"):
+        DataConfig(max_turn_tokens=0)
+
+
 def test_the_validation_split_never_shares_a_group_with_train(tok) -> None:
     trajs = [oracle(i, group=f"world-{i % 5}") for i in range(20)]
     data = build_sft_dataset(trajs, tok, config=DataConfig(validation_fraction=0.4, seed=3))

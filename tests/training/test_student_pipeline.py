@@ -33,7 +33,8 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
         cfg = PipelineConfig(out=tmp_path / "run", student="tiny", teacher=teacher,
                              train_worlds=("customer_pricing:11",), heldout_worlds=("customer_pricing:101",),
                              rows=500, tasks_per_world=2, dabench=bench, limit=2, max_turns=2, max_tokens=64,
-                             sft_steps=2, sft_max_tokens=8192, rl_steps=1, rl_prompts=1, rl_generations=2,
+                             sft_steps=2, sft_max_tokens=8192, sft_max_turn_tokens=0,  # 0: oracles' long cells too
+                             rl_steps=1, rl_prompts=1, rl_generations=2,
                              rl_expert_max_tokens=100_000)  # the byte-level tiny tokenizer: an oracle is ~10k tokens
         logs: list[str] = []
         summary = Pipeline(cfg, log=logs.append).run()

@@ -39,6 +39,9 @@ class SFTRequest:
     grad_accum: int = 1
     max_tokens: int = 4096
     overflow: str = "drop"
+    max_turn_tokens: int | None = None
+    """Drop trajectories with an assistant turn longer than this (tokens); None: the analyst's per-turn budget
+    (settings analyst.max_tokens_per_turn), 0: no limit."""
     validation_fraction: float = 0.1
     seed: int = 0
     oracle_system_prompt: bool = True
@@ -62,8 +65,10 @@ def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[i
         raise ValueError("train sft: give at least one --data path (an eval run, a task collection or a folder)")
     run_config = SFTRunConfig(epochs=req.epochs, max_steps=req.max_steps, lr=req.lr, lora=req.lora,
                               batch_size=req.batch_size, grad_accum=req.grad_accum, seed=req.seed)
+    turn_limit = settings.analyst.max_tokens_per_turn if req.max_turn_tokens is None else req.max_turn_tokens
     data_config = DataConfig(max_tokens=req.max_tokens, overflow=req.overflow,  # type: ignore[arg-type]
-                             validation_fraction=req.validation_fraction, seed=req.seed)
+                             validation_fraction=req.validation_fraction, seed=req.seed,
+                             max_turn_tokens=turn_limit or None)
     models_dir = settings.llm.resolved_models_dir(settings.home)
     tokenizer = load_tokenizer(req.model, models_dir=models_dir)
     trajectories, meta = load_trajectories(req.data, system_prompt=system_prompt() if req.oracle_system_prompt else None)

@@ -79,6 +79,7 @@ def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run di
             grad_accum: Annotated[int, typer.Option(help="Micro-batches per optimizer step.")] = 1,
             max_tokens: Annotated[int, typer.Option(help="Longest example in tokens.")] = 4096,
             overflow: Annotated[str, typer.Option(help="Too-long examples: drop | truncate.")] = "drop",
+            max_turn_tokens: Annotated[int | None, typer.Option(help="Drop trajectories with an assistant turn longer than this (tokens; default: the analyst's per-turn budget, analyst.max_tokens_per_turn; 0: no limit).")] = None,
             validation: Annotated[float, typer.Option(help="Share of worlds/workspaces held out for validation.")] = 0.1,
             seed: Annotated[int, typer.Option(help="Seed for the split, the tiny model and training.")] = 0,
             json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
@@ -94,7 +95,7 @@ def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run di
         fail(f"--overflow must be drop or truncate, got {overflow!r}", code=EXIT_USAGE)
     req = SFTRequest(data=list(data), model=model, out=out, tasks=list(tasks or []), epochs=epochs, lr=lr, lora=lora,
                      max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum, max_tokens=max_tokens,
-                     overflow=overflow, validation_fraction=validation, seed=seed)
+                     overflow=overflow, max_turn_tokens=max_turn_tokens, validation_fraction=validation, seed=seed)
     progress, on_step = step_reporter("sft", show=not json_out)
     with friendly_errors(ValueError, FileNotFoundError, FileExistsError, ArtifactError, ImportError, RuntimeError,
                          LLMError), progress:

@@ -73,10 +73,16 @@ class DataConfig:
     """Keep one example per distinct conversation (same roles and texts)."""
     skip_void: bool = False
     """Also drop trajectories with a void turn (their void turns never train either way)."""
+    max_turn_tokens: int | None = None
+    """Longest trainable assistant turn in tokens; a trajectory with a longer one is dropped. Inference cuts a turn
+    at its per-turn budget (analyst.max_tokens_per_turn), so a longer turn — a world's 13,000-character reference
+    script as one cell, say — teaches what the harness would cut off. None: no limit."""
 
     def __post_init__(self) -> None:
         if self.max_tokens < 2:
             raise ValueError(f"DataConfig.max_tokens must be at least 2, got {self.max_tokens}")
+        if self.max_turn_tokens is not None and self.max_turn_tokens < 1:
+            raise ValueError(f"DataConfig.max_turn_tokens must be at least 1 (or None), got {self.max_turn_tokens}")
         if not 0 <= self.validation_fraction < 1:
             raise ValueError(f"DataConfig.validation_fraction must be in [0, 1), got {self.validation_fraction}")
         if self.overflow not in ("drop", "truncate"):
@@ -315,6 +321,10 @@ def build_rows(trajectories: Sequence[Trajectory], tokenizer: Any, *, tasks: Map
         ex = to_sft_example(traj, tok)
         if not any(ex.loss_mask):
             stats.reject("no trainable turn")
+            continue
+        if config.max_turn_tokens is not None and \
+                max(b - a for a, b in ex.trained_spans()) > config.max_turn_tokens:
+            stats.reject(f"a turn longer than {config.max_turn_tokens} tokens")
             continue
         ex = _fit(ex, config, stats)
         if ex is not None:
