@@ -225,6 +225,7 @@ class Pipeline:
                         num_generations=self.cfg.rl_generations,
                         max_turns=self.cfg.max_turns, max_new_tokens=self.cfg.max_tokens, lora=self.cfg.lora,
                         expert_max_tokens=self.cfg.rl_expert_max_tokens or self.cfg.sft_max_tokens,
+                        expert_max_turn_tokens=self.cfg.sft_max_turn_tokens,
                         seed=self.cfg.seed)
         summary = rl_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
         if not summary.get("steps"):

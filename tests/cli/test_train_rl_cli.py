@@ -39,7 +39,7 @@ def test_train_rl_one_step_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest
     r = CliRunner().invoke(app, ["train", "rl", "--tasks", str(coll.root), "--data", str(tmp_path / "oracles"),
                                  "--model", "tiny", "--out", str(out),
                                  "--max-steps", "1", "--prompts-per-step", "1", "--generations", "2",
-                                 "--max-turns", "1", "--max-new-tokens", "8", "--max-completion-tokens", "64",
+                                 "--max-turns", "1", "--max-new-tokens", "64", "--max-completion-tokens", "96",
                                  "--json"])  # the default reward: DataMind's composition
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output[r.output.index("{"):])
@@ -71,5 +71,8 @@ def test_expert_length_limit_is_the_callers(tmp_path: Path) -> None:
     write_model(tmp_path / "oracles" / "o1.json", oracle)
     tok = tiny_tokenizer()
     with pytest.raises(ValueError, match="too long"):
-        _experts([tmp_path / "oracles"], tok, 64)
-    assert set(_experts([tmp_path / "oracles"], tok, 100_000)) == {"t1"}
+        _experts([tmp_path / "oracles"], tok, 64, 512)
+    assert set(_experts([tmp_path / "oracles"], tok, 100_000, 512)) == {"t1"}
+    # a turn longer than a rollout's turn may be (here 40 tokens, one per byte) drops the expert too
+    with pytest.raises(ValueError, match="a turn longer than 20 tokens"):
+        _experts([tmp_path / "oracles"], tok, 100_000, 20)

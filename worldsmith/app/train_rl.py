@@ -47,6 +47,8 @@ class RLRequest:
     max_tasks: int | None = None
     expert_max_tokens: int = 4096
     """Longest expert example for the SFT term (tokens); longer ones are dropped, as `train sft --max-tokens`."""
+    expert_max_turn_tokens: int | None = None
+    """Experts with a longer assistant turn are dropped (tokens); None: max_new_tokens, 0: no limit."""
     seed: int = 0
 
 
@@ -89,7 +91,8 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
                       temperature=req.temperature, pool_size=req.pool_size, reward_weights=weights, seed=req.seed)
     models_dir = settings.llm.resolved_models_dir(settings.home)
     tokenizer = load_tokenizer(req.model, models_dir=models_dir)
-    experts = _experts(req.data, tokenizer, req.expert_max_tokens) if req.data else {}
+    turn_limit = req.max_new_tokens if req.expert_max_turn_tokens is None else req.expert_max_turn_tokens
+    experts = _experts(req.data, tokenizer, req.expert_max_tokens, turn_limit or None) if req.data else {}
     # the index's split is authoritative (a package may predate assign_splits); test/dev never train
     tasks = [read_task_package(Path(coll) / e.path) for coll in req.tasks for e in TaskCollection(coll).entries()
              if e.split not in ("test", "dev")][:req.max_tasks]
@@ -111,11 +114,15 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
             "tasks": stats.rows, "with_expert": stats.with_expert, **summary}
 
 
-def _experts(paths: list[Path], tokenizer: Any, max_tokens: int) -> dict[str, tuple[list[int], list[int]]]:
+def _experts(paths: list[Path], tokenizer: Any, max_tokens: int, max_turn_tokens: int | None
+             ) -> dict[str, tuple[list[int], list[int]]]:
+    """Expert examples for the SFT term by task: no longer than `max_tokens`, and no turn longer than a rollout's
+    turn may be (`max_turn_tokens`): the SFT term must not teach what generation would cut off."""
     from worldsmith.agents.analyst import system_prompt
     from worldsmith.training.data import DataConfig, build_sft_dataset, load_trajectories
     from worldsmith.training.rl_data import expert_index
 
     trajectories, meta = load_trajectories(paths, system_prompt=system_prompt())
-    data = build_sft_dataset(trajectories, tokenizer, tasks=meta, config=DataConfig(validation_fraction=0.0, max_tokens=max_tokens))
+    data = build_sft_dataset(trajectories, tokenizer, tasks=meta, config=DataConfig(validation_fraction=0.0, max_tokens=max_tokens,
+                                                                             max_turn_tokens=max_turn_tokens))
     return expert_index(data.train)
