@@ -41,6 +41,15 @@ async def _solve(rt, question: str, files: list[Path], task_id: str = "t1") -> T
     return Trajectory.model_validate(out["trajectory"])
 
 
+async def _evaluate_total(rt, task_id: str, data: Path, tmp_path: Path):  # noqa: ANN001, ANN202
+    """The eval harness on one TOTAL task (answer 60): its run directory, report and recorded trajectory."""
+    task = Task(id=task_id, kind="closed_form", instruction=TOTAL, provenance=Provenance(source="manual"),
+                answers=[AnswerSpec(name="total", value=60)])
+    run = RunDir.create("eval", tmp_path / "runs")
+    report = await evaluate([task], lambda t, s: _solve(rt, TOTAL, [data], t.id), run_dir=run)
+    return run, report, Trajectory.model_validate_json((run.path / "trajectories" / task_id / "0.json").read_text())
+
+
 def fired(traj: Trajectory) -> list[tuple[str, bool]]:
     return [(g.kind, g.reasked) for g in traj.guards]
 
@@ -87,12 +96,7 @@ async def test_an_answer_after_every_cell_failed_is_reasked_then_recorded_unsupp
                                                                                       tmp_path: Path) -> None:
     script, make_rt = scripted
     script.queue(FAILING, answer("@total[60]"), answer("@total[60]"))  # a right guess, twice
-    rt = make_rt()
-    task = Task(id="guess", kind="closed_form", instruction=TOTAL, provenance=Provenance(source="manual"),
-                answers=[AnswerSpec(name="total", value=60)])
-    run = RunDir.create("eval", tmp_path / "runs")
-    report = await evaluate([task], lambda t, s: _solve(rt, TOTAL, [sales_csv], t.id), run_dir=run)
-    traj = Trajectory.model_validate_json((run.path / "trajectories" / "guess" / "0.json").read_text())
+    run, report, traj = await _evaluate_total(make_rt(), "guess", sales_csv, tmp_path)
     assert [s.action.kind for s in traj.steps] == ["code", "answer", "answer"]
     assert fired(traj) == [("no_evidence", True), ("no_evidence", False)]
     assert traj.guards[0].detail == "every code cell failed"
@@ -111,12 +115,7 @@ async def test_the_eval_counts_turns_sampled_again_and_trains_on_none_of_them(sc
                                                                                tmp_path: Path) -> None:
     script, make_rt = scripted
     script.queue(FAILING, FAILING, READ_TOTAL, answer("@total[60]"))
-    rt = make_rt()
-    task = Task(id="loop", kind="closed_form", instruction=TOTAL, provenance=Provenance(source="manual"),
-                answers=[AnswerSpec(name="total", value=60)])
-    run = RunDir.create("eval", tmp_path / "runs")
-    report = await evaluate([task], lambda t, s: _solve(rt, TOTAL, [sales_csv], t.id), run_dir=run)
-    traj = Trajectory.model_validate_json((run.path / "trajectories" / "loop" / "0.json").read_text())
+    run, report, traj = await _evaluate_total(make_rt(), "loop", sales_csv, tmp_path)
     assert report.overall.n_resampled == 1 and report.overall.pass_at_1 == 1.0
     assert "repeated a failed code cell: 1." in (run.path / "report.md").read_text()
     # the training conversation holds the failing cell once (it ran once) and no dropped completion
