@@ -151,7 +151,7 @@ async def test_repeating_the_same_cell_gets_a_plain_nudge(scripted, sales_csv: P
     script, make_rt = scripted
     failing = "<think>load</think><code>df = pd.read_csv('nope.csv')</code>"
     script.queue(failing, failing, CODE_TURN, ANSWER_TURN)
-    final, _ = await _run(make_rt(analyst={"repeat_resamples": 0}), QUESTION, [sales_csv])
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])  # default: no re-sampling, the repeat runs
     steps = final["trajectory"]["steps"]
     assert "same code" not in steps[0]["observation"]
     assert "same code as in your previous turn" in steps[1]["observation"]
@@ -162,7 +162,7 @@ async def test_a_repeat_of_a_failed_cell_is_sampled_again_not_run(scripted, sale
     failing = "<think>load</think><code>df = pd.read_csv('nope.csv')\nprint(len(df))</code>"
     spaced = "<think>again</think><code>\ndf = pd.read_csv('nope.csv')  \n\nprint(len(df))\n</code>"
     script.queue(failing, CODE_TURN, failing, spaced, CODE_TURN, ANSWER_TURN)
-    final, events = await _run(make_rt(), QUESTION, [sales_csv])
+    final, events = await _run(make_rt(analyst={"repeat_resamples": 2}), QUESTION, [sales_csv])
     traj = final["trajectory"]
     # failing ran once; its two repeats (one with other spacing) never ran, the third sample did
     assert [s["action"]["content"].count("nope.csv") for s in traj["steps"]] == [1, 0, 0, 0]
@@ -256,7 +256,7 @@ async def test_the_wrong_reader_again_after_its_hint_is_sampled_again(scripted, 
     latin = "<think>encoding</think><code>df = pd.read_csv('book.xlsx', encoding='latin1')\nprint(df.amount.mean())</code>"
     right = "<think>load</think><code>df = pd.read_excel('book.xlsx', sheet_name='q1')\nprint(df.amount.mean())</code>"
     script.queue(wrong, latin, right, "<think>done</think><answer>@mean_amount[20.0]</answer>")
-    final, _ = await _run(make_rt(), QUESTION, [book])
+    final, _ = await _run(make_rt(analyst={"repeat_resamples": 2}), QUESTION, [book])
     traj = final["trajectory"]
     assert [s["action"]["content"].split("(")[0] for s in traj["steps"][:2]] == ["df = pd.read_csv", "df = pd.read_excel"]
     [dropped] = [c for c in traj["calls"] if c["dropped"]]

@@ -115,7 +115,7 @@ async def test_the_eval_counts_turns_sampled_again_and_trains_on_none_of_them(sc
                                                                                tmp_path: Path) -> None:
     script, make_rt = scripted
     script.queue(FAILING, FAILING, READ_TOTAL, answer("@total[60]"))
-    run, report, traj = await _evaluate_total(make_rt(), "loop", sales_csv, tmp_path)
+    run, report, traj = await _evaluate_total(make_rt(analyst={"repeat_resamples": 2}), "loop", sales_csv, tmp_path)
     assert report.overall.n_resampled == 1 and report.overall.pass_at_1 == 1.0
     assert "repeated a failed code cell: 1." in (run.path / "report.md").read_text()
     # the training conversation holds the failing cell once (it ran once) and no dropped completion

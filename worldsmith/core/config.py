@@ -49,9 +49,12 @@ class AnalystConfig(Section):
                                      "tokens (median 104); the 4 of 244 turns that hit the old 512 were runaways, "
                                      "and on CPU each costs most of a minute")
     format_retries: int = Field(2, ge=0, le=5, description="re-asks when an answer lacks the requested @name[value] tags")
-    repeat_resamples: int = Field(2, ge=0, le=5, description="a code cell identical to one that already failed in this "
-                                  "question is not run again: the turn is sampled anew at repeat_temperature, up to "
-                                  "this many times, the dropped completions recorded (0: run the repeat, with a note)")
+    repeat_resamples: int = Field(0, ge=0, le=5, description="a code cell identical to one that already failed in this "
+                                  "question (or that reads a file with the reader the feedback named wrong) is not run "
+                                  "again: the turn is sampled anew at repeat_temperature, up to this many times, the "
+                                  "dropped completions recorded. 0 (default): run the repeat, with a note. On the 43 "
+                                  "generated questions, 2 re-sampled 64 turns and solved no more (9/43 either way) "
+                                  "for ~20 s more a question")
     repeat_temperature: float = Field(0.7, gt=0, le=2, description="sampling temperature of those re-samples")
     postprocess: bool = Field(True, description="after the format feedback is used up, round an answer's numbers to the "
                               "requested decimals for grading (recorded beside the model's own answer); set False when "
