@@ -91,6 +91,21 @@ def test_without_a_judge_non_deterministic_items_are_ungraded_and_excluded() -> 
     assert "no LLM judge" in by_id["fare_class_link"]["evidence"]
 
 
+@pytest.mark.parametrize("response", ["", "  \n\t "])
+def test_an_empty_response_meets_nothing_and_never_reaches_the_judge(response: str) -> None:
+    """A measured-student eval graded two empty report answers as passed: the 1.5B judge, shown "(empty)", called
+    every item met. Nothing in an empty response can meet a criterion, nor commit a penalised one."""
+    judge = StubJudge({c.id: True for c in RUBRIC.criteria})
+    g = grade_rubric(RUBRIC, response, llm=judge)
+    assert judge.calls == [] and g.score == 0.0 and not g.passed
+    assert {d["method"] for d in g.details} == {"empty"} and all(d["met"] is False for d in g.details)
+    from worldsmith.core.rubric_grading import grade_rubric as shipped  # the task package's grade_report.py
+
+    out = shipped([c.model_dump(mode="json") for c in RUBRIC.criteria], response,
+                  judge=lambda *_: {c.id: {"met": True, "evidence": "judge"} for c in RUBRIC.criteria})
+    assert out["score"] == 0.0 and not out["passed"]
+
+
 def test_negative_items_reduce_the_score_and_it_is_clipped_at_zero() -> None:
     rubric = Rubric(criteria=[
         crit("total", expected=500, observable="total revenue"),

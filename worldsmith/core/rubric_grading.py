@@ -266,7 +266,10 @@ def deterministic_pass(criteria: Sequence[Criterion], text: str,
     """Check numeric items; return their details and the criteria left for the judge.
 
     A numeric item with no evidence either way goes to the judge when there is one (the response may phrase it
-    in words the key-term search does not know); without a judge it is not met."""
+    in words the key-term search does not know); without a judge it is not met. An empty response meets no item
+    and nothing goes to the judge: a small judge shown "(empty)" has called every item met."""
+    if not text.strip():
+        return {c["id"]: detail(c, False, "empty", "the response is empty") for c in criteria}, []
     details: dict[str, dict[str, Any]] = {}
     pending: list[Criterion] = []
     for c in criteria:
