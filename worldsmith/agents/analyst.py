@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from worldsmith.agents.answer_guards import DataFacts
 from worldsmith.core.schemas import Action
 from worldsmith.prompts import template, versions  # noqa: F401  (versions: re-exported for callers)
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
@@ -184,6 +185,14 @@ def void_feedback(error: str | None) -> str:
 _QUOTED = re.compile(r"'([^'\n]{1,80})'")
 
 
+def keyerror_keys(message: str) -> list[str]:
+    """The quoted keys a KeyError message names, once each, in order ("'fare'", "['fare', 'Age'] not in index",
+    "None of [Index(['fare'], ...)]"; str(KeyError) of a message with quotes in it is quoted once more)."""
+    if len(message) > 1 and message[0] == message[-1] == '"':
+        message = message[1:-1]
+    return list(dict.fromkeys(m.group(1) for m in _QUOTED.finditer(message)))
+
+
 def missing_columns(message: str, columns: Sequence[str]) -> list[tuple[str, list[str]]]:
     """(key, the data's columns it most likely meant) for every key a KeyError names that is not a column but is
     close to one: the same letters in another case first, then near spellings. Keys near no column give nothing,
@@ -193,11 +202,8 @@ def missing_columns(message: str, columns: Sequence[str]) -> list[tuple[str, lis
     for c in known:
         lowered.setdefault(c.casefold(), []).append(c)
     out: list[tuple[str, list[str]]] = []
-    if len(message) > 1 and message[0] == message[-1] == '"':  # str(KeyError) of a message with quotes in it
-        message = message[1:-1]
-    for m in _QUOTED.finditer(message):
-        key = m.group(1)
-        if key in known or key in (k for k, _ in out):
+    for key in keyerror_keys(message):
+        if key in known:
             continue
         same_case = lowered.get(key.casefold())
         if same_case:
@@ -215,10 +221,8 @@ def columns_elsewhere(message: str, tables: Mapping[str, Sequence[str]]) -> list
     on a key only one side has, say). Nothing with fewer than two tables, or for keys no table has."""
     if len(tables) < 2:
         return []
-    if len(message) > 1 and message[0] == message[-1] == '"':
-        message = message[1:-1]
     out: list[str] = []
-    for key in dict.fromkeys(m.group(1) for m in _QUOTED.finditer(message)):
+    for key in keyerror_keys(message):
         having = [t for t, cols in tables.items() if key in cols]
         lacking = [t for t, cols in tables.items() if key not in cols]
         if having and lacking:
@@ -255,24 +259,25 @@ def frame_columns_note(result: Any) -> str:
     return "\n" + feedback("frame columns", columns=", ".join(columns) or "(none)")
 
 
-def observation_text(result: Any, max_chars: int, columns: Sequence[str] = (), *, code: str = "",
-                     loads: dict[str, str] | None = None, tables: Mapping[str, Sequence[str]] | None = None,
+def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None, *, code: str = "",
                      cut_off_at: int | None = None) -> str:
     """The interpreter output the model sees for one executed cell, with a nudge after errors: for a KeyError, the
-    columns of the DataFrame it was looked up in (when the sandbox reports them); on a near-miss of a column name, the exact names the data uses; on a column that only some tables have, which have
-    it and what the others have; for a file read with the wrong pandas reader, its exact load call; for a cell cut
-    off at the turn's token budget (`cut_off_at`), that it was cut."""
+    columns of the DataFrame it was looked up in (when the sandbox reports them), and with the inputs' `facts` the
+    data's spelling of a near-miss column name and, for a column only some tables have, those tables and the
+    others' columns; for a file read with the wrong pandas reader, its exact load call; for a cell cut off at the
+    turn's token budget (`cut_off_at`), that it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
+    facts = facts or DataFacts()
     if cut_off_at is not None:
         text += "\n" + feedback("cut off", tokens=str(cut_off_at))
     text += frame_columns_note(result)
-    if error and error.type == "KeyError" and (missing := missing_columns(error.message, columns)):
+    if error and error.type == "KeyError" and (missing := missing_columns(error.message, facts.columns)):
         text += "\n" + feedback("missing column", names="; ".join(
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
-    if error and error.type == "KeyError" and (elsewhere := columns_elsewhere(error.message, tables or {})):
+    if error and error.type == "KeyError" and (elsewhere := columns_elsewhere(error.message, facts.tables)):
         text += "\n" + feedback("column elsewhere", where=". ".join(elsewhere))
-    if error and (wrong := wrong_readers(code, loads or {})):
+    if error and (wrong := wrong_readers(code, facts.loads)):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
     if error:
         text += "\n" + feedback("code failed")

@@ -107,9 +107,9 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
                            temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
     call_index = len(state.get("calls", [])) - state.get("q_first_call", 0)
     dropped: list[ModelCall] = []
-    known = _known_mistakes(state)
-    while (d.turn.action is not None and d.turn.action.kind == "code" and len(dropped) < cfg.repeat_resamples
-           and (why := known(d.turn.action.content))):
+    known = _known_mistakes(state) if cfg.repeat_resamples else None  # off by default: nothing to build per turn
+    while (known is not None and d.turn.action is not None and d.turn.action.kind == "code"
+           and len(dropped) < cfg.repeat_resamples and (why := known(d.turn.action.content))):
         # a weak model re-writes a failing cell, or the mistake it was just told how to fix, and greedy decoding
         # will again: sample this turn anew
         dropped.append(_record_call(call_index, sent, d, state.get("q_first_message", 0), dropped=why))
@@ -125,7 +125,7 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
             "latency_s": c.latency_s, "call": call_index}
     if d.turn.thought:
         emit({"type": "thought", "text": d.turn.thought, "turn": turn})
-    update: dict[str, Any] = {"turn": turn + 1, "calls": [c.model_dump(mode="json") for c in (*dropped, call)]}
+    update: dict[str, Any] = {"turn": turn + 1, "calls": [m.model_dump(mode="json") for m in (*dropped, call)]}
     if d.turn.action is None:
         step = Step(**base, void=True, void_reason=d.turn.error or "no action")
         text = agent.void_feedback(d.turn.error)
@@ -212,8 +212,7 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
     facts = guards.DataFacts.from_state(profiled) if profiled else None
     last_call = (state.get("calls") or [{}])[-1]
     observation = agent.observation_text(
-        result, cfg.max_observation_chars, facts.columns if facts else (), code=code,
-        loads=facts.loads if facts else None, tables=facts.tables if facts else None,
+        result, cfg.max_observation_chars, facts, code=code,
         cut_off_at=cfg.max_tokens_per_turn if last_call.get("finish_reason") == "length" else None)
     nudged = observation != result.to_observation(cfg.max_observation_chars)
     previous = next((s for s in reversed(state.get("steps", [])) if s.get("action")), None)

@@ -290,8 +290,7 @@ class SandboxEnvironment:
         facts = None
         if result.error is not None and inputs:
             facts = await asyncio.to_thread(profile_facts, [str(p) for p in inputs])
-        text = observation_text(result, self.config.max_observation_chars, facts.columns if facts else (), code=code,
-                                loads=facts.loads if facts else None, tables=facts.tables if facts else None,
+        text = observation_text(result, self.config.max_observation_chars, facts, code=code,
                                 cut_off_at=self.config.max_new_tokens if r.cut_off else None)
         if r.last_cell is not None and r.last_cell[0] == code and same_output(r.last_cell[1], text):
             text += repeat_nudge()
@@ -349,7 +348,7 @@ def rollout_reward(base: Callable[..., list[float]]) -> Callable[..., list[float
         messages = kwargs.pop("rollout_messages", None)
         unsupported = kwargs.pop("unsupported", None)
         if kwargs.get("answers") is not None:  # the RL dataset stores each row's answers as JSON text
-            kwargs["answers"] = [json.loads(a) if isinstance(a, str) else a for a in kwargs["answers"]]
+            kwargs["answers"] = [_decoded(a) for a in kwargs["answers"]]
         scores = base(prompts, completions if messages is None else messages, **kwargs)
         if unsupported is None:
             return scores
