@@ -122,3 +122,44 @@ def test_compact_profile_lists_joins_that_share_values_only(tmp_path: Path) -> N
     assert "orders.csv.total ↔ customers.csv.total" in full
     assert "orders.csv.total ↔ customers.csv.total" not in compact
     assert "orders.csv.customer_id ↔ customers.csv.customer_id" in compact
+
+
+def _respelled_room(root: Path) -> None:
+    # one patient register spelled three ways, as three systems export it (visits twice a patient)
+    (root / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{120 + i}\nP-{i:05d},{130 + i}\n"
+                                                                   for i in range(1, 7)))
+    (root / "enrolment.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
+    (root / "safety.csv").write_text("patient_id,ae\n" + "".join(f"p{i},0\n" for i in range(1, 9)))
+
+
+def test_ids_spelled_differently_are_one_join_with_a_merge_that_works(tmp_path: Path) -> None:
+    _respelled_room(tmp_path)
+    files = [tmp_path / n for n in ("visits.csv", "enrolment.csv", "safety.csv")]
+    text = profile_workspace(files, as_mounted=True).to_prompt(max_chars=6000, compact=True)
+    line = next(x for x in text.splitlines() if "different spellings" in x)
+    for shown in ("visits.csv.patient_id ('P-00001')", "enrolment.csv.patient_id ('PAT_1')",
+                  "safety.csv.patient_id ('p1')"):
+        assert shown in line
+    assert "100% match" in line  # by hand: visits' and enrolment's 1..6 all lie in safety's 1..8
+    # the merge the line gives, run as printed: every visit finds its enrolment row (12 visits, by hand)
+    expr = line[line.rindex("`", 0, line.rindex("`")) + 1:line.rindex("`")]
+    frames = {n: pd.read_csv(tmp_path / n) for n in ("visits.csv", "enrolment.csv")}
+    for df in frames.values():
+        df["key"] = eval(expr, {"pd": pd, "df": df})  # noqa: S307 - the profile's own text, on test data
+    merged = frames["visits.csv"].merge(frames["enrolment.csv"], on="key")
+    assert len(merged) == 12 and merged["treated"].tolist()[:4] == [1, 1, 0, 0]
+    # merged as written, nothing matches: the line is needed
+    assert pd.read_csv(files[0]).merge(pd.read_csv(files[1]), on="patient_id").empty
+
+
+def test_ids_of_different_entities_are_not_called_respellings(tmp_path: Path) -> None:
+    # customers C-1..C-20 and orders O-1..O-40 share numbers, and both columns are named "id": not the same ids
+    (tmp_path / "customers.csv").write_text("id,region\n" + "".join(f"C-{i},r{i % 3}\n" for i in range(1, 21)))
+    (tmp_path / "orders.csv").write_text("id,total\n" + "".join(f"O-{i},{i * 2}\n" for i in range(1, 41)))
+    # a column spelled as written on both sides is a plain join
+    (tmp_path / "returns.csv").write_text("id,reason\n" + "".join(f"O-{i},late\n" for i in range(1, 11)))
+    ws = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True)
+    assert not [j for j in ws.joins if j.spellings is not None]
+    assert "different spellings" not in ws.to_prompt(max_chars=6000, compact=True)
+    plain = {(j.left.label, j.right.label): j.overlap_ratio for j in ws.joins}
+    assert plain[("orders.csv.id", "returns.csv.id")] == 1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -13,6 +14,10 @@ from worldsmith.tools.files.models import CandidateJoin, ColumnProfile, ColumnRe
 
 MAX_VALUE_SET = 20_000  # distinct values kept per column for overlap tests
 MIN_OVERLAP_UNNAMED = 0.8  # containment needed to propose a join between differently named columns
+MAX_RAW_OVERLAP_RESPELLED = 0.5  # below this raw containment, ids matching by their number are "spelled differently"
+MIN_SPELLED = 0.9  # share of a column's distinct values that must read as <letters><separator?><number>
+#: An id spelled as letters, an optional separator and a number (C-00012, c12, CUST_12, 12); group 1: the number.
+_SPELLED_ID = re.compile(r"^([a-z]*)[-_ .#/]?0*(\d+)$")
 _JOINABLE = {"id", "categorical", "text"}
 
 
@@ -109,6 +114,22 @@ class JoinColumn:
     semantic_type: str
     unique: bool
     values: set[str] = field(default_factory=set)
+    example: str | None = None  # one value as the file spells it
+    numbers: set[str] = field(default_factory=set)  # the numbers in its values, when they read as spelled ids
+    prefix: str = ""  # the letters most of those ids start with (case-folded; "" for bare numbers)
+
+
+def id_numbers(values: set[str]) -> tuple[set[str], str]:
+    """The numbers of `values` (case-folded strings) when nearly all read as an id spelled as letters, an
+    optional separator and a number (C-00012, c12, CUST_12; leading zeros dropped), with the commonest letters;
+    ({}, "") when they do not."""
+    if len(values) < 2:
+        return set(), ""
+    found = [m.groups() for v in values if (m := _SPELLED_ID.match(v))]
+    if len(found) < MIN_SPELLED * len(values):
+        return set(), ""
+    prefixes = Counter(p for p, _ in found)
+    return {n.lstrip("0") or "0" for _, n in found}, prefixes.most_common(1)[0][0]
 
 
 def join_columns(profile: TableProfile, df: pd.DataFrame) -> list[JoinColumn]:
@@ -123,7 +144,11 @@ def join_columns(profile: TableProfile, df: pd.DataFrame) -> list[JoinColumn]:
             continue  # a saved row index joins with every other row index
         ref = ColumnRef(file=profile.file, table=profile.table, column=prof.name)
         unique = prof.null_rate == 0 and prof.n_unique == len(df)
-        out.append(JoinColumn(ref, prof.semantic_type, unique, normalise_values(df[name])))
+        values = normalise_values(df[name])
+        first = df[name].dropna()
+        example = str(first.iloc[0]).strip() if len(first) else None
+        numbers, prefix = id_numbers(values) if prof.semantic_type in _JOINABLE else (set(), "")
+        out.append(JoinColumn(ref, prof.semantic_type, unique, values, example, numbers, prefix))
     return out[:60]
 
 
@@ -164,12 +189,28 @@ def find_joins(tables: list[list[JoinColumn]], max_joins: int = 50) -> list[Cand
     return [j for _, j in found[:max_joins]]
 
 
+def _same_entity(a: JoinColumn, b: JoinColumn, named: bool) -> bool:
+    """Could two columns of spelled ids (the numbers differ in prefix) name the same entity? Numbers alone say
+    little (order 12 and customer 12 share one), so a prefix must agree — P-1, PAT_1 and p1 start alike, C-1
+    and O-1 do not — or, for bare numbers on one side, the column names must."""
+    if min(len(a.numbers), len(b.numbers)) < 2 or (not a.prefix and not b.prefix):
+        return False  # bare numbers on both sides already overlap as values
+    if not a.prefix or not b.prefix:
+        return named
+    return a.prefix[0] == b.prefix[0] and (a.prefix.startswith(b.prefix) or b.prefix.startswith(a.prefix) or named)
+
+
 def _judge(a: JoinColumn, b: JoinColumn) -> CandidateJoin | None:
     named = _names_match(a, b)
     ratio = _overlap(a.values, b.values) if (a.values and b.values) else None
     key_like = (a.unique or b.unique or "id" in (a.semantic_type, b.semantic_type)) and (
         a.semantic_type in _JOINABLE and b.semantic_type in _JOINABLE
     )
+    spellings = None
+    if (ratio or 0.0) < MAX_RAW_OVERLAP_RESPELLED and _same_entity(a, b, named) and key_like:
+        by_number = _overlap(a.numbers, b.numbers)
+        if by_number >= MIN_OVERLAP_UNNAMED:  # the same ids, spelled differently: P-00001 vs PAT_1
+            ratio, spellings = by_number, (a.example or "", b.example or "")
     strong = (
         ratio is not None
         and ratio >= MIN_OVERLAP_UNNAMED
@@ -188,4 +229,5 @@ def _judge(a: JoinColumn, b: JoinColumn) -> CandidateJoin | None:
         overlap_ratio=round(ratio, 3) if ratio is not None else None,
         left_unique=a.unique,
         right_unique=b.unique,
+        spellings=spellings,
     )

@@ -76,6 +76,9 @@ class CandidateJoin(BaseModel):
     )
     left_unique: bool = False
     right_unique: bool = False
+    spellings: tuple[str, str] | None = Field(
+        None, description="one value of each side when the two columns spell the same ids differently (P-00001 vs "
+                          "PAT_1) and match only by the number in them; overlap_ratio is then over those numbers")
 
 
 class FileFailure(BaseModel):

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from worldsmith.tools.files.models import ColumnProfile, TableProfile, WorkspaceProfile
+from worldsmith.prompts import template
+from worldsmith.tools.files.models import CandidateJoin, ColumnProfile, TableProfile, WorkspaceProfile
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,30 @@ def _table(t: TableProfile, d: Detail) -> str:
     return "\n".join(lines)
 
 
+def _respelled(joins: list[CandidateJoin]) -> list[str]:
+    """One line per group of columns that spell the same ids differently (joins chained through shared columns),
+    with how to merge them (prompts/profile_notes.md)."""
+    groups: list[tuple[dict[str, tuple[str, str]], list[float]]] = []  # {label: (column, example)}, overlaps
+    for j in joins:
+        sides = {j.left.label: (j.left.column, (j.spellings or ("", ""))[0]),
+                 j.right.label: (j.right.column, (j.spellings or ("", ""))[1])}
+        hit = [g for g in groups if sides.keys() & g[0].keys()]
+        merged: tuple[dict[str, tuple[str, str]], list[float]] = ({}, [])
+        for g in hit:
+            groups.remove(g)
+            merged[0].update(g[0])
+            merged[1].extend(g[1])
+        merged[0].update(sides)
+        merged[1].append(j.overlap_ratio or 0.0)
+        groups.append(merged)
+    out = []
+    for cols, overlaps in groups:
+        named = ", ".join(f"{label} ({example!r})" for label, (_, example) in cols.items())
+        out.append(template("profile_notes.md").section(
+            "respelled ids", columns=named, overlap=f"{min(overlaps):.0%}", column=next(iter(cols.values()))[0]))
+    return out
+
+
 def _render(ws: WorkspaceProfile, d: Detail) -> str:
     summary = (
         f"# Workspace: {len(ws.tables)} tables, {len(ws.documents)} documents, "
@@ -193,8 +218,9 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
     # compact: a same-named column pair that shares no value is no join worth the tokens
     joins = [j for j in ws.joins if not (d.compact and j.overlap_ratio == 0)]
     if joins and d.max_joins:
-        lines = ["## Candidate joins"]
-        for j in joins[: d.max_joins]:
+        plain = [j for j in joins if j.spellings is None]
+        lines = ["## Candidate joins"] + _respelled([j for j in joins if j.spellings is not None])
+        for j in plain[: d.max_joins]:
             extra = [j.reason]
             if j.overlap_ratio is not None:
                 extra.append(f"overlap {j.overlap_ratio:.0%}")
@@ -202,8 +228,8 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
             if uniq:
                 extra.append("unique: " + "+".join(uniq))
             lines.append(f"- {j.left.label} ↔ {j.right.label} ({'; '.join(extra)})")
-        if len(joins) > d.max_joins:
-            lines.append(f"… {len(joins) - d.max_joins} more")
+        if len(plain) > d.max_joins:
+            lines.append(f"… {len(plain) - d.max_joins} more")
         blocks.append("\n".join(lines))
     cap = max(d.max_joins, 3)  # list lengths shrink with the level too
     if ws.failures:
