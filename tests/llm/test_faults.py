@@ -43,8 +43,10 @@ def test_a_persistently_malformed_body_is_one_line_naming_role_endpoint_and_body
 
 
 def test_faults_of_every_kind_are_counted_per_role_and_kind(fake_openai: FakeOpenAI, make_llm) -> None:
-    fake_openai.enqueue(Action.rate_limit(0.01), Action.server_error(500), Action.invalid_json(), Action.hang(2.0))
-    llm = make_llm(fake_openai.endpoint(max_retries=5, timeout_s=0.3))
+    # the hang (4 s) far outlasts the timeout (1.5 s), which a healthy reply on a loaded 2-core machine never
+    # reaches (at 0.3 s, a CI run beside a benchmark counted a second timeout)
+    fake_openai.enqueue(Action.rate_limit(0.01), Action.server_error(500), Action.invalid_json(), Action.hang(4.0))
+    llm = make_llm(fake_openai.endpoint(max_retries=5, timeout_s=1.5))
     assert llm.complete(MSG).text == OK
     assert llm.complete(MSG, role="judge").text == OK
     assert llm.usage()["agent"].faults == {"rate_limit": 1, "server": 1, "invalid_body": 1, "timeout": 1}

@@ -59,8 +59,8 @@ def test_5xx_then_ok(fake_openai: FakeOpenAI, make_llm, status: int) -> None:
 
 
 def test_timeout_then_ok(fake_openai: FakeOpenAI, make_llm) -> None:
-    fake_openai.enqueue(Action.hang(3.0))
-    llm = make_llm(fake_openai.endpoint(timeout_s=0.3))
+    fake_openai.enqueue(Action.hang(4.0))
+    llm = make_llm(fake_openai.endpoint(timeout_s=1.5))  # a healthy reply on a loaded machine stays well inside
     assert llm.complete(MSG).text == "Hello from the fake server."
     assert fake_openai.request_count == 2
     assert llm.usage()["agent"].retries == 1

@@ -130,17 +130,26 @@ def test_dedup_length_limits_and_the_counts(tok) -> None:
         build_sft_dataset([passed(small_trajectory(), ok=False)], tok)
 
 
-def test_a_turn_longer_than_the_inference_budget_drops_its_trajectory(tok) -> None:
+def test_a_turn_longer_than_the_inference_budget_never_trains(tok) -> None:
     """A world's reference script as one cell (thousands of tokens) would teach a turn the harness cuts off at its
-    per-turn budget: such a trajectory is dropped whole, with its reason; short turns pass."""
+    per-turn budget: that turn stays as context without loss, the trajectory's short turns still train, and a
+    trajectory with no short turn is dropped with its reason."""
     script = "total = 0\n" * 60  # 600 characters: 600 tokens at one token per byte
     long = oracle(3).model_copy(update={"id": "long", "steps": [
         Step(index=0, thought="run", action=Action(kind="code", content=script + "print(total)"), observation="0"),
         Step(index=1, thought="done", action=Action(kind="answer", content="@x[0]"))]})
     kept = build_sft_dataset([oracle(1), long], tok, config=DataConfig(validation_fraction=0, max_turn_tokens=200))
-    assert kept.train["trajectory_id"] == ["o1"] and kept.stats.rejected == {"a turn longer than 200 tokens": 1}
+    assert kept.train["trajectory_id"] == ["o1", "long"] and kept.stats.long_turns_masked == 1
+    row = kept.train[1]
+    trained = tok.decode([t for t, m in zip(row["input_ids"], row["completion_mask"]) if m])
+    assert "@x[0]" in trained and "total = 0" not in trained  # the answer turn trains, the script does not
+    assert "total = 0" in tok.decode(row["input_ids"])  # ... and stays in the conversation
+    only = long.model_copy(update={"id": "only", "steps": long.steps[:1], "final_answer": None})
+    gone = build_sft_dataset([oracle(1), only], tok, config=DataConfig(validation_fraction=0, max_turn_tokens=200))
+    assert gone.train["trajectory_id"] == ["o1"] and gone.stats.rejected == {"every turn longer than 200 tokens": 1}
     both = build_sft_dataset([oracle(1), long], tok, config=DataConfig(validation_fraction=0))
-    assert both.train["trajectory_id"] == ["o1", "long"]
+    assert both.train["trajectory_id"] == ["o1", "long"] and both.stats.long_turns_masked == 0
+    assert sum(both.train[1]["completion_mask"]) > sum(row["completion_mask"]) + 500
     with pytest.raises(ValueError, match="max_turn_tokens"):
         DataConfig(max_turn_tokens=0)
 

@@ -31,6 +31,31 @@ def test_reference_solution_reproduces_the_value(commercial_world, pid):
     assert truth.tolerance.allows(float(value), float(truth.value))
 
 
+@pytest.mark.parametrize("pid", ["business_order_gap", "web_return_rate", "north_income"])
+def test_staged_cells_reach_the_value_in_short_turns(commercial_world, pid):
+    from worldsmith.evolution.worlds.solution import CELL_CHARS, reference_solution_cells
+
+    cells = reference_solution_cells(commercial_world, pid)
+    codes = [c for _, c in cells]
+    assert all(t.strip() and c.strip() for t, c in cells)
+    assert "import worldsmith" not in "\n".join(codes) and "read_table(" not in "\n".join(codes)
+    # short turns: only a lone helper or one system's load may exceed the budget
+    assert all(len(c) <= CELL_CHARS or c.count("\ndef ") + c.startswith("def ") <= 1 for c in codes)
+    # run one cell after another in one interpreter, as a session: the last prints the truth within tolerance
+    session = "import sys\n" + "\n".join(f"exec(compile({c!r}, 'cell-{i}', 'exec'))\nprint('<<{i}>>')"
+                                          for i, c in enumerate(codes))
+    out = subprocess.run([sys.executable, "-c", session], cwd=commercial_world, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("<<") == len(codes)
+    last = out.stdout.split(f"<<{len(codes) - 2}>>")[1]
+    value = parse_answer(last, pid)
+    truth = {p.id: p for p in load_world(commercial_world).phenomena()}[pid]
+    assert value is not None and truth.tolerance.allows(float(value), float(truth.value))
+    # each system's load cell prints its table's size: "(rows, columns)"
+    assert sum(".shape)" in c for c in codes) == len([t for t, _ in cells if t.startswith("Load ")]) >= 1
+
+
 def test_reference_solution_on_panel_and_label_answers(panel_world, tmp_path):
     value = run_solution(panel_world, "marketing_lag_corr")
     truth = {p.id: p for p in load_world(panel_world).phenomena()}["marketing_lag_corr"]

@@ -54,6 +54,14 @@ async def test_world_graph_writes_verified_tasks(scripted, tmp_path: Path) -> No
                 measure = task.answers[0].spec.measure.variable.replace("_", " ")
                 assert measure in task.instruction.split("\n\n")[0]
             assert f"@{task.answers[0].name}[" in task.instruction
+            # the oracle works as the analyst does: short cells a turn (each loaded system printed, every cell
+            # ran), its last cell printing the graded value, then the answer
+            steps = oracle["steps"]
+            assert len(steps) >= 4 and [s["action"]["kind"] for s in steps][-1] == "answer"
+            codes = [s["action"]["content"] for s in steps[:-1]]
+            assert all("Traceback" not in s["observation"] for s in steps[:-1])
+            assert sum(".shape)" in c for c in codes) >= 1 and f"@{task.answers[0].name}[" in steps[-2]["observation"]
+            assert max(len(c) for c in codes) < 2500  # the one script it replaces is ~10,000 characters
             # the shipped reference solution, run from the package's environment, passes the shipped grader
             run = subprocess.run([sys.executable, str(pkg / "solution" / "solve.py")], cwd=pkg / "environment",
                                  capture_output=True, text=True, timeout=120)

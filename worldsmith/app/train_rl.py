@@ -116,8 +116,8 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
 
 def _experts(paths: list[Path], tokenizer: Any, max_tokens: int, max_turn_tokens: int | None
              ) -> dict[str, tuple[list[int], list[int]]]:
-    """Expert examples for the SFT term by task: no longer than `max_tokens`, and no turn longer than a rollout's
-    turn may be (`max_turn_tokens`): the SFT term must not teach what generation would cut off."""
+    """Expert examples for the SFT term by task: no longer than `max_tokens`; a turn longer than a rollout's turn
+    may be (`max_turn_tokens`) carries no loss: the SFT term must not teach what generation would cut off."""
     from worldsmith.agents.analyst import system_prompt
     from worldsmith.training.data import DataConfig, build_sft_dataset, load_trajectories
     from worldsmith.training.rl_data import expert_index

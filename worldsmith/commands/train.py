@@ -79,7 +79,7 @@ def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run di
             grad_accum: Annotated[int, typer.Option(help="Micro-batches per optimizer step.")] = 1,
             max_tokens: Annotated[int, typer.Option(help="Longest example in tokens.")] = 4096,
             overflow: Annotated[str, typer.Option(help="Too-long examples: drop | truncate.")] = "drop",
-            max_turn_tokens: Annotated[int | None, typer.Option(help="Drop trajectories with an assistant turn longer than this (tokens; default: the analyst's per-turn budget, analyst.max_tokens_per_turn; 0: no limit).")] = None,
+            max_turn_tokens: Annotated[int | None, typer.Option(help="Assistant turns longer than this (tokens) stay as context but never train; a trajectory left with no trainable turn is dropped (default: the analyst's per-turn budget, analyst.max_tokens_per_turn; 0: no limit).")] = None,
             validation: Annotated[float, typer.Option(help="Share of worlds/workspaces held out for validation.")] = 0.1,
             seed: Annotated[int, typer.Option(help="Seed for the split, the tiny model and training.")] = 0,
             json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:

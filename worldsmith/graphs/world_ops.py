@@ -236,7 +236,8 @@ class VerifySolutions(RowOperator):
                 self._runs[key] = asyncio.ensure_future(self._verify(Path(v["world_dir"]), p))
             got = await self._runs[key]
             if got["ok"]:
-                verified[p.id] = {"code": got["code"], "output": got["output"], "value": got["value"] or ""}
+                verified[p.id] = {"code": got["code"], "output": got["output"], "value": got["value"] or "",
+                                  "cells": got["cells"]}
             else:
                 dropped.append({"id": p.id, "reason": f"reference solution printed {got['value']!r}, truth {p.value!r}"})
         return {"verified": verified, "dropped": dropped}
@@ -255,7 +256,28 @@ class VerifySolutions(RowOperator):
         got = extract_answers(result.stdout).get(p.id)
         ok = result.ok and tolerant((p.tolerance.abs or 0.0) * factor or None,
                                     p.tolerance.rel or None)(float(p.value) * factor, got)
-        return {"ok": ok, "code": code, "output": result.to_observation(4000), "value": got}
+        cells = await self._staged(world_dir, p.id, factor, got) if ok else []
+        return {"ok": ok, "code": code, "output": result.to_observation(4000), "value": got, "cells": cells}
+
+    async def _staged(self, world_dir: Path, pid: str, factor: float, want: str | None) -> list[dict[str, str]]:
+        """The same solution as an analyst's short cells, run in order in a fresh session, each with the observation
+        the analyst would see: [{thought, code, observation}], or [] unless the last cell prints `want` too (then
+        the oracle trajectory falls back to the one script)."""
+        from worldsmith.agents.analyst import observation_text
+        from worldsmith.core.grading import extract_answers
+        from worldsmith.evolution.worlds.solution import reference_solution_cells
+        from worldsmith.tools.sandbox import open_sandbox
+
+        staged = await asyncio.to_thread(reference_solution_cells, world_dir, pid, factor)
+        out: list[dict[str, str]] = []
+        async with open_sandbox(self.sandbox, inputs=[world_dir / "data"]) as sb:
+            for thought, code in staged:
+                result = await sb.run(code, timeout=self.timeout_s)
+                if not result.ok:
+                    return []
+                out.append({"thought": thought, "code": code, "observation": observation_text(result, 4000)})
+        got = extract_answers(result.stdout).get(pid) if staged else None
+        return out if got is not None and got == want else []
 
 
 @register_operator

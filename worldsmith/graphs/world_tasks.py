@@ -15,10 +15,20 @@ from worldsmith.core.store import write_model
 from worldsmith.core.taskpkg import TaskCollection, workspace_ref
 
 
-def _oracle(task: Task, code: str, output: str, answer: str, model: str = "reference-solution") -> Trajectory:
-    steps = [Step(index=0, thought="Recompute the quantity from the observed files, reconciling them first.",
-                  action=Action(kind="code", content=code), observation=output),
-             Step(index=1, thought="The script printed the value; report it.", action=Action(kind="answer", content=answer))]
+def _oracle(task: Task, code: str, output: str, answer: str, model: str = "reference-solution",
+            cells: list[dict[str, str]] | None = None) -> Trajectory:
+    """The reference solution as a trajectory: its staged `cells` (one short cell a turn, as the analyst works;
+    see VerifySolutions) when the verifier ran them, else the one script; then the answer."""
+    from worldsmith.prompts import template
+
+    words = template("oracle_thoughts.md")
+    if cells:
+        steps = [Step(index=i, thought=c["thought"], action=Action(kind="code", content=c["code"]),
+                      observation=c["observation"]) for i, c in enumerate(cells)]
+    else:
+        steps = [Step(index=0, thought=words.section("script"), action=Action(kind="code", content=code),
+                      observation=output)]
+    steps.append(Step(index=len(steps), thought=words.section("answer"), action=Action(kind="answer", content=answer)))
     return Trajectory(id=f"{task.id}-oracle", task_id=task.id, model=model, provider="engine", label="oracle",
                       user_prompt=task.instruction, steps=steps, final_answer=answer, status="answered")
 
@@ -62,9 +72,10 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
     request_meta = _request_meta(v)
     written: list[str] = []
 
-    async def package(task: Task, code: str, output: str, answer: str) -> None:
+    async def package(task: Task, code: str, output: str, answer: str, cells: list[dict[str, str]] | None = None) -> None:
         await asyncio.to_thread(coll.add, task, files_root=world_dir, solution_code=code, group=world_id, overwrite=True)
-        await asyncio.to_thread(write_model, coll.root / "oracle" / f"{task.id}.json", _oracle(task, code, output, answer))
+        await asyncio.to_thread(write_model, coll.root / "oracle" / f"{task.id}.json",
+                                _oracle(task, code, output, answer, cells=cells))
         written.append(task.id)
 
     common = dict(workspace=ref, category=spec.kind, tags=[contract.domain.value, spec.target],
@@ -91,7 +102,7 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
                     metadata={"phenomenon": p.id, "target": spec.target, **_request_meta(own)},
                     **{**common, "provenance": common["provenance"].model_copy(
                         update={"produced_by": [own["request_by"], "engine"]})})
-        await package(task, got["code"], got["output"], f"@{p.id}[{got['value']}]")
+        await package(task, got["code"], got["output"], f"@{p.id}[{got['value']}]", got.get("cells"))
         note(f"{task.id} (closed form) verified and written")
     computed = [p for p in spec.phenomena if p.id in verified]
     if not computed or len(written) >= budget:

@@ -24,7 +24,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -74,9 +74,10 @@ class DataConfig:
     skip_void: bool = False
     """Also drop trajectories with a void turn (their void turns never train either way)."""
     max_turn_tokens: int | None = None
-    """Longest trainable assistant turn in tokens; a trajectory with a longer one is dropped. Inference cuts a turn
-    at its per-turn budget (analyst.max_tokens_per_turn), so a longer turn — a world's 13,000-character reference
-    script as one cell, say — teaches what the harness would cut off. None: no limit."""
+    """Longest trainable assistant turn in tokens; a longer turn stays in the conversation as context but carries no
+    loss, and a trajectory left with no trainable turn is dropped. Inference cuts a turn at its per-turn budget
+    (analyst.max_tokens_per_turn), so a longer turn — a world's 13,000-character reference script as one cell, a
+    long helper function — teaches what the harness would cut off. None: no limit."""
 
     def __post_init__(self) -> None:
         if self.max_tokens < 2:
@@ -104,6 +105,7 @@ class DataStats:
     validation_groups: int = 0
     train_tokens: int = 0
     trained_tokens: int = 0  # tokens with loss in the train split
+    long_turns_masked: int = 0  # assistant turns over max_turn_tokens, kept as context without loss
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -292,6 +294,18 @@ def _fit(ex: SFTExample, config: DataConfig, stats: DataStats) -> SFTExample | N
     return cut
 
 
+def _mask_long_turns(ex: SFTExample, limit: int) -> tuple[SFTExample, int]:
+    """`ex` with every trained span (one assistant turn) longer than `limit` tokens masked; how many were."""
+    long = [(a, b) for a, b in ex.trained_spans() if b - a > limit]
+    if not long:
+        return ex, 0
+    mask = list(ex.loss_mask)
+    for a, b in long:
+        mask[a:b] = [0] * (b - a)
+    labels = [t if m else IGNORE_INDEX for t, m in zip(ex.input_ids, mask)]
+    return replace(ex, loss_mask=mask, labels=labels), len(long)
+
+
 def as_chat_tokenizer(tokenizer: Any) -> ChatTokenizer:
     """A ChatTokenizer as is; a Hugging Face tokenizer wrapped in HFChatTokenizer."""
     return tokenizer if isinstance(tokenizer, ChatTokenizer) else HFChatTokenizer(tokenizer)
@@ -322,10 +336,12 @@ def build_rows(trajectories: Sequence[Trajectory], tokenizer: Any, *, tasks: Map
         if not any(ex.loss_mask):
             stats.reject("no trainable turn")
             continue
-        if config.max_turn_tokens is not None and \
-                max(b - a for a, b in ex.trained_spans()) > config.max_turn_tokens:
-            stats.reject(f"a turn longer than {config.max_turn_tokens} tokens")
-            continue
+        if config.max_turn_tokens is not None:
+            ex, masked = _mask_long_turns(ex, config.max_turn_tokens)
+            stats.long_turns_masked += masked
+            if not any(ex.loss_mask):
+                stats.reject(f"every turn longer than {config.max_turn_tokens} tokens")
+                continue
         ex = _fit(ex, config, stats)
         if ex is not None:
             rows.append(_row(traj, ex, group_of(traj, tasks)))

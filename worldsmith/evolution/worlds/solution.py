@@ -7,8 +7,10 @@ the recipe call. Run from the world directory, it reads only `data/` and prints 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from .relink import link_file
@@ -16,7 +18,7 @@ from . import kernels
 from .audit import load_contract
 from worldsmith.core.world_contract import WorldContract
 from .recipes import recipe_call, recipe_entity, where_args
-from .reconcile import ReconcilePlan, SourcePlan, Step, build_plan
+from .reconcile import PartPlan, ReconcilePlan, SourcePlan, Step, build_plan
 
 _HEADER = '''#!/usr/bin/env python3
 """Reference solution for phenomenon `{pid}` of world `{wid}`.
@@ -83,11 +85,13 @@ def _entity_chain(c: WorldContract, plan: ReconcilePlan, entity: str) -> list[st
     return [e for e in reversed(chain) if plan.entity_sources(e)]
 
 
-def _joins(c: WorldContract, plan: ReconcilePlan, entity: str, used: set[str]) -> list[str]:
+def _joins(c: WorldContract, plan: ReconcilePlan, entity: str, used: set[str],
+           frame: Callable[[str], str] = "load_{}()".format) -> list[str]:
+    """The joins of the entity chain; `frame(system)` is the expression of one system's reconciled table."""
     lines = []
     have: set[str] = set()
     for e in _entity_chain(c, plan, entity):
-        loaders = ", ".join(f"load_{s.system}()" for s in plan.entity_sources(e))
+        loaders = ", ".join(frame(s.system) for s in plan.entity_sources(e))
         used.add("combine_sources")
         lines.append(f"{e} = combine_sources([{loaders}], {plan.keys[e]!r})")
         parent = c.entity(e).parent
@@ -119,6 +123,22 @@ def _as_of_links(c: WorldContract, entity: str, have: set[str], used: set[str]) 
     return lines
 
 
+def _recipe_lines(c: WorldContract, ph, entity: str, scale: float, used: set[str]) -> list[str]:
+    fn, kwargs = recipe_call(c, ph.recipe)
+    used.add(fn)
+    lines, frame = [], entity
+    if ph.recipe.where:
+        used.add("apply_where")
+        lines.append(f"frame = apply_where({entity}, {where_args(ph.recipe)!r})")
+        frame = "frame"
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    lines.append(f"value = {fn}({frame}, {args})")
+    if scale != 1.0:
+        lines.append(f"value = value * {scale!r}  # in the unit the task asks for")
+    lines.append(f'print("@{ph.id}[%s]" % (value,))')
+    return lines
+
+
 def reference_solution_code(world_dir: str | Path, phenomenon_id: str, scale: float = 1.0) -> str:
     """Standalone script recomputing a phenomenon from the observed files, as the auditor does; `scale` turns the
     recipe's value into the answer spec's unit (100: a rate in percent or percentage points)."""
@@ -135,23 +155,125 @@ def reference_solution_code(world_dir: str | Path, phenomenon_id: str, scale: fl
         for src in plan.entity_sources(e):
             body += _loader(src, used)
     body += _joins(c, plan, entity, used)
-    fn, kwargs = recipe_call(c, ph.recipe)
-    used.add(fn)
-    frame = entity
-    if ph.recipe.where:
-        used.add("apply_where")
-        body.append(f"frame = apply_where({entity}, {where_args(ph.recipe)!r})")
-        frame = "frame"
-    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    body.append(f"value = {fn}({frame}, {args})")
-    if scale != 1.0:
-        body.append(f"value = value * {scale!r}  # in the unit the task asks for")
-    body.append(f'print("@{phenomenon_id}[%s]" % (value,))')
+    body += _recipe_lines(c, ph, entity, scale, used)
     if "read_table" in used:
         used.add("read_sheets")
     funcs = [inspect.getsource(getattr(kernels, n)) for n in _with_dependencies(used)]
     header = _HEADER.format(pid=phenomenon_id, wid=c.id, statement=ph.statement)
     return header + "\n\n" + "\n\n".join(funcs) + "\n\n" + "\n".join(body) + "\n"
+
+
+#: A staged oracle's cells stay under this many characters where they can (a cell is the analyst's turn; SFT drops
+#: turns over its token limit), but a helper or a load longer than this is never split.
+CELL_CHARS = 900
+
+
+def _read_expr(part: PartPlan, used: set[str]) -> str:
+    """The reader call for one observed table, as `kernels.read_table` reads its format (no dispatch helper)."""
+    path, fmt, name = part.path, part.fmt, part.part
+    if fmt in ("csv", "csv.gz"):
+        return f"pd.read_csv({path!r}, keep_default_na=False, na_values=[''])"
+    if fmt == "parquet":
+        return f"pd.read_parquet({path!r})"
+    if fmt == "jsonl":
+        return f"pd.read_json({path!r}, lines=True, dtype=False)"
+    if fmt == "json":
+        return f"pd.read_json({path!r}, orient='records', dtype=False)"
+    if fmt == "txt":
+        used.add("read_log")
+        return f"read_log({path!r})"
+    if fmt == "xlsx":
+        used.add("read_sheets")
+        return f"read_sheets({path!r}, [{name!r}])[{name!r}]"
+    if fmt == "sqlite":
+        return (f"pd.read_sql_query({('SELECT * FROM ' + chr(34) + str(name) + chr(34))!r}, "
+                f"sqlite3.connect({('file:' + path + '?mode=ro')!r}, uri=True))")
+    raise ValueError(f"{path}: unsupported format {fmt!r}")
+
+
+def _short_source(name: str) -> str:
+    """A kernel's source without its docstring (the analyst's cell, not the library's)."""
+    tree = ast.parse(inspect.getsource(getattr(kernels, name)))
+    fn = tree.body[0]
+    if isinstance(fn, ast.FunctionDef) and fn.body and isinstance(fn.body[0], ast.Expr) \
+            and isinstance(fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str):
+        fn.body = fn.body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def _load_lines(src: SourcePlan, used: set[str]) -> list[str]:
+    """One system's table, read and reconciled in the open (no loader function), as `src_<system>`."""
+    lines: list[str] = []
+    many = len(src.parts) > 1
+    if many:
+        lines.append("parts = []")
+    for part in src.parts:
+        lines.append(f"df = {_read_expr(part, used)}")
+        for st in part.steps:
+            used.add(st.fn)
+            lines.append(_call(st))
+        if many:
+            lines.append("parts.append(df)")
+    if many:
+        lines.append("df = pd.concat(parts, ignore_index=True)")
+    for st in src.steps:
+        used.add(st.fn)
+        lines.append(_call(st))
+    var = f"src_{src.system}"
+    return lines + [f"{var} = df", f"print({var}.shape)", f"print({var}.head(3))"]
+
+
+def _pack(blocks: list[str], limit: int) -> list[str]:
+    """Consecutive blocks joined into cells of at most `limit` characters (a longer block stands alone)."""
+    cells: list[str] = []
+    for b in blocks:
+        if cells and len(cells[-1]) + 2 + len(b) <= limit:
+            cells[-1] += "\n\n" + b
+        else:
+            cells.append(b)
+    return cells
+
+
+def reference_solution_cells(world_dir: str | Path, phenomenon_id: str, scale: float = 1.0,
+                             cell_chars: int = CELL_CHARS) -> list[tuple[str, str]]:
+    """The reference solution as an analyst works it, one short cell a turn: [(thought, code)] — imports, the
+    helpers the steps call, each observation system read and reconciled (its size and first rows printed), then the
+    joins and the recipe, printing `@<id>[value]`. Run in order in one session, the cells print what
+    `reference_solution_code` prints (the world-task verifier runs both and keeps the cells only when they agree)."""
+    from worldsmith.prompts import template
+
+    words = template("oracle_thoughts.md")
+    step_words = dict(line.split(": ", 1) for line in words.sections["step words"].splitlines() if ": " in line)
+    world_dir = Path(world_dir)
+    c = load_contract(world_dir)
+    ph = c.phenomenon(phenomenon_id)
+    plan, _ = build_plan(world_dir, c)
+    entity = recipe_entity(c, ph.recipe)
+    if not plan.entity_sources(entity):
+        raise ValueError(f"phenomenon {phenomenon_id}: no observation system records {entity}; not recoverable")
+    used: set[str] = set()
+    loads: list[tuple[str, str]] = []
+    for e in _entity_chain(c, plan, entity):
+        for src in plan.entity_sources(e):
+            fns = list(dict.fromkeys([st.fn for p in src.parts for st in p.steps] + [st.fn for st in src.steps]))
+            said = [step_words[f] for f in fns if f in step_words]
+            files = ", ".join(dict.fromkeys(p.path + (f"[{p.part}]" if p.fmt in ("xlsx", "sqlite") else "")
+                                            for p in src.parts))
+            thought = words.section("load", system=src.system, entity=e, files=files,
+                                    steps=(": " + "; ".join(said)) if said else "")
+            loads.append((thought, "\n".join(_load_lines(src, used))))
+    compute = _joins(c, plan, entity, used, frame="src_{}".format) + _recipe_lines(c, ph, entity, scale, used)
+    helpers = [_short_source(n) for n in _with_dependencies(used - {"read_table"})]
+    code = "\n".join(helpers + [c for _, c in loads] + compute)
+    imports = "\n".join(line for line in _HEADER.split('"""\n', 2)[-1].strip().splitlines()
+                        if line and re.search(rf"\b{line.split()[-1]}\.", code))  # only the modules it uses
+    cells = []
+    for b in _pack([imports] + helpers, cell_chars):
+        names = re.findall(r"^def (\w+)", b, flags=re.M)
+        cells.append((words.section("helpers", names=", ".join(names)) if names else words.section("imports"), b))
+    cells += loads
+    cells.append((words.section("compute", entity=entity), "\n".join(compute)))
+    return cells
 
 
 def parse_answer(output: str, phenomenon_id: str) -> str | None:
