@@ -7,10 +7,10 @@ the recipe call. Run from the world directory, it reads only `data/` and prints 
 
 from __future__ import annotations
 
-import ast
 import inspect
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 from .relink import link_file
@@ -191,14 +191,14 @@ def _read_expr(part: PartPlan, used: set[str]) -> str:
     raise ValueError(f"{path}: unsupported format {fmt!r}")
 
 
+_DOCSTRING = re.compile(r'^(def [^\n]*:\n)[ \t]+"""(?:[^"\\]|\\.|"(?!""))*"""[ \t]*\n', re.M)
+
+
+@lru_cache(maxsize=None)
 def _short_source(name: str) -> str:
-    """A kernel's source without its docstring (the analyst's cell, not the library's)."""
-    tree = ast.parse(inspect.getsource(getattr(kernels, name)))
-    fn = tree.body[0]
-    if isinstance(fn, ast.FunctionDef) and fn.body and isinstance(fn.body[0], ast.Expr) \
-            and isinstance(fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str):
-        fn.body = fn.body[1:] or [ast.Pass()]
-    return ast.unparse(tree)
+    """A kernel's source without its docstring (the analyst's cell, not the library's); text only, no `ast`
+    (CPython 3.11's ast module is not safe across the verifier's threads)."""
+    return _DOCSTRING.sub(r"\1", inspect.getsource(getattr(kernels, name)), count=1).rstrip() + "\n"
 
 
 def _load_lines(src: SourcePlan, used: set[str]) -> list[str]:
