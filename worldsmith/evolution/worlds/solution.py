@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from .relink import link_file
 from . import kernels
@@ -139,16 +140,21 @@ def _recipe_lines(c: WorldContract, ph, entity: str, scale: float, used: set[str
     return lines
 
 
-def reference_solution_code(world_dir: str | Path, phenomenon_id: str, scale: float = 1.0) -> str:
-    """Standalone script recomputing a phenomenon from the observed files, as the auditor does; `scale` turns the
-    recipe's value into the answer spec's unit (100: a rate in percent or percentage points)."""
-    world_dir = Path(world_dir)
+def _solvable(world_dir: Path, phenomenon_id: str) -> tuple[WorldContract, Any, ReconcilePlan, str]:
+    """The contract, the phenomenon, the reconciliation plan and the recipe's entity, which some system records."""
     c = load_contract(world_dir)
     ph = c.phenomenon(phenomenon_id)
     plan, _ = build_plan(world_dir, c)
     entity = recipe_entity(c, ph.recipe)
     if not plan.entity_sources(entity):
         raise ValueError(f"phenomenon {phenomenon_id}: no observation system records {entity}; not recoverable")
+    return c, ph, plan, entity
+
+
+def reference_solution_code(world_dir: str | Path, phenomenon_id: str, scale: float = 1.0) -> str:
+    """Standalone script recomputing a phenomenon from the observed files, as the auditor does; `scale` turns the
+    recipe's value into the answer spec's unit (100: a rate in percent or percentage points)."""
+    c, ph, plan, entity = _solvable(Path(world_dir), phenomenon_id)
     used: set[str] = set()
     body: list[str] = []
     for e in _entity_chain(c, plan, entity):
@@ -244,13 +250,7 @@ def reference_solution_cells(world_dir: str | Path, phenomenon_id: str, scale: f
 
     words = template("oracle_thoughts.md")
     step_words = dict(line.split(": ", 1) for line in words.sections["step words"].splitlines() if ": " in line)
-    world_dir = Path(world_dir)
-    c = load_contract(world_dir)
-    ph = c.phenomenon(phenomenon_id)
-    plan, _ = build_plan(world_dir, c)
-    entity = recipe_entity(c, ph.recipe)
-    if not plan.entity_sources(entity):
-        raise ValueError(f"phenomenon {phenomenon_id}: no observation system records {entity}; not recoverable")
+    c, ph, plan, entity = _solvable(Path(world_dir), phenomenon_id)
     used: set[str] = set()
     loads: list[tuple[str, str]] = []
     for e in _entity_chain(c, plan, entity):
