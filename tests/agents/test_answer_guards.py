@@ -182,3 +182,23 @@ def test_profile_facts_read_the_real_profiler(tmp_path) -> None:
     assert g.profile_facts([str(p)]) is facts  # unchanged file: not profiled again
     p.write_text("city,price,quantity\nOslo,2.5,10\nRome,80,3\n")
     assert g.profile_facts([str(p)]).ranges["price"] == (2.5, 80.0)
+
+
+def test_respelled_merge_note_fires_only_for_an_unmatched_merge_on_a_respelled_key(tmp_path) -> None:
+    from worldsmith.agents.analyst import respelled_merges
+    from worldsmith.agents.answer_guards import profile_facts
+
+    (tmp_path / "a.csv").write_text("site_id,v\n" + "".join(f"S-{i:05d},{i}\n" for i in range(1, 6)))
+    (tmp_path / "b.csv").write_text("site_id,w,region\n" + "".join(f"SITE_{i},{i},r{i % 2}\n" for i in range(1, 6)))
+    facts = profile_facts([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    assert set(facts.respelled) == {"site_id"}
+    assert facts.respelled["site_id"] == "a.csv 'S-00001', b.csv 'SITE_1'"
+    merge = "m = a.merge(b, on='site_id')\nprint(m['v'].mean())"
+    assert respelled_merges(merge, "nan\n", facts.respelled) == ["site_id"]
+    assert respelled_merges(merge, "Empty DataFrame\nColumns: [site_id, v, w]\nIndex: []\n", facts.respelled)
+    assert respelled_merges(merge, "3.0\n", facts.respelled) == []  # it matched: nothing to say
+    rebuilt = "a['k'] = a['site_id'].str.extract(r'(\\d+)')\n" + merge
+    assert respelled_merges(rebuilt, "nan\n", facts.respelled) == []  # the ids were rebuilt
+    other = "m = a.merge(b, on='region')\nprint(m['v'].mean())"
+    assert respelled_merges(other, "nan\n", facts.respelled) == []  # not a respelled key
+    assert respelled_merges("print(a['site_id'].mean())", "nan\n", facts.respelled) == []  # no merge

@@ -210,6 +210,29 @@ async def test_a_key_only_another_table_has_names_the_tables_that_have_it(script
     assert "is a column of" not in final["trajectory"]["steps"][1]["observation"]
 
 
+async def test_a_merge_on_ids_spelled_differently_that_matched_nothing_says_how_to_merge(scripted,
+                                                                                         tmp_path: Path) -> None:
+    folder = tmp_path / "room"
+    folder.mkdir()
+    # by hand: visits spell patients P-00001.., the enrolment list PAT_1..: as written no row matches
+    (folder / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{140 + i}\n" for i in range(1, 7)))
+    (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
+    script, make_rt = scripted
+    naive = ("<think>merge</think><code>v = pd.read_csv('visits.csv')\ne = pd.read_csv('enrol.csv')\n"
+             "m = v.merge(e, on='patient_id')\nprint(m['bp'].mean())</code>")
+    keyed = ("<think>merge on the number</think><code>for d in (v, e):\n"
+             "    d['key'] = pd.to_numeric(d['patient_id'].astype(str).str.extract(r'(\\d+)', expand=False))\n"
+             "m = v.merge(e, on='key')\nprint(len(m), m['bp'].mean())</code>")
+    script.queue(naive, keyed, "<think>done</think><answer>@mean_amount[143.5]</answer>")
+    final, _ = await _run(make_rt(), QUESTION, [folder / "visits.csv", folder / "enrol.csv"])
+    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    assert first.startswith("nan")  # the unmatched merge, as pandas prints it
+    assert "merges on 'patient_id', which the tables spell differently" in first
+    assert "visits.csv 'P-00001'" in first and "enrol.csv 'PAT_1'" in first
+    # the note's recipe is what the second cell ran: every visit matched, mean bp 143.5 (141..146, by hand)
+    assert second.startswith("6 143.5") and "spell differently" not in second
+
+
 async def test_a_column_name_in_the_wrong_case_gets_the_exact_names(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     wrong = "<think>load</think><code>df = pd.read_csv('sales.csv')\nprint(df['Amount'].mean(), df['regoin'])</code>"

@@ -231,6 +231,24 @@ def columns_elsewhere(message: str, tables: Mapping[str, Sequence[str]]) -> list
     return out
 
 
+#: what an empty or unmatched merge prints: NaN, an empty frame, a (0, n) shape
+_EMPTY_RESULT = re.compile(r"\b(?:nan|NaN|NaT)\b|Empty DataFrame|\(0, \d+\)")
+_MERGE_CALL = re.compile(r"\.merge\(|\bpd\.merge\(|\.join\(")
+
+
+def empty_merge(code: str, stdout: str) -> bool:
+    """A cell that merges tables without rebuilding ids (no `extract`) and prints what an unmatched merge gives
+    (NaN, an empty frame, no rows): worth the data facts, to see whether its key is spelled differently."""
+    return bool(_MERGE_CALL.search(code)) and "extract(" not in code and bool(_EMPTY_RESULT.search(stdout))
+
+
+def respelled_merges(code: str, stdout: str, respelled: Mapping[str, str]) -> list[str]:
+    """The id columns an `empty_merge` cell names that the inputs spell differently (DataFacts.respelled)."""
+    if not respelled or not empty_merge(code, stdout):
+        return []
+    return [c for c in respelled if re.search(rf"""(['"]){re.escape(c)}\1""", code)]
+
+
 #: a pandas reader called on a quoted path: pd.read_csv("data/x.xlsx", ...)
 _READ_CALL = re.compile(r"\b(?:pd|pandas)\.(read_\w+)\(\s*[rf]?(['\"])(.+?)\2")
 
@@ -264,8 +282,9 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
     """The interpreter output the model sees for one executed cell, with a nudge after errors: for a KeyError, the
     columns of the DataFrame it was looked up in (when the sandbox reports them), and with the inputs' `facts` the
     data's spelling of a near-miss column name and, for a column only some tables have, those tables and the
-    others' columns; for a file read with the wrong pandas reader, its exact load call; for a cell cut off at the
-    turn's token budget (`cut_off_at`), that it was cut."""
+    others' columns; for a file read with the wrong pandas reader, its exact load call; for a merge on ids the
+    tables spell differently that matched nothing, how to merge them; for a cell cut off at the turn's token budget
+    (`cut_off_at`), that it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
     facts = facts or DataFacts()
@@ -277,6 +296,9 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
     if error and error.type == "KeyError" and (elsewhere := columns_elsewhere(error.message, facts.tables)):
         text += "\n" + feedback("column elsewhere", where=". ".join(elsewhere))
+    if not error and (merged := respelled_merges(code, getattr(result, "stdout", "") or "", facts.respelled)):
+        text += "\n" + feedback("respelled merge", columns=", ".join(map(repr, merged)), column=merged[0],
+                                spellings="; ".join(facts.respelled[c] for c in merged))
     if error and (wrong := wrong_readers(code, facts.loads)):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
     if error:

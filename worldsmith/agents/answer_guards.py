@@ -62,6 +62,8 @@ class DataFacts:
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     loads: dict[str, str] = field(default_factory=dict)  # file (and its alias) as mounted → its exact load call
     tables: dict[str, tuple[str, ...]] = field(default_factory=dict)  # table as the profile lists it → its columns
+    # an id column some tables spell differently (P-00001 / PAT_1 / p1) → how each table spells it, in words
+    respelled: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_profile(cls, ws: Any) -> DataFacts:
@@ -87,16 +89,32 @@ class DataFacts:
                     continue
                 old = ranges.get(c.name, (lo, hi))
                 ranges[c.name] = (min(old[0], float(lo)), max(old[1], float(hi)))
-        return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads, tables)
+        return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads, tables,
+                   _respelled(getattr(ws, "joins", [])))
 
     def to_state(self) -> dict[str, Any]:
         return {"columns": list(self.columns), "ranges": {k: list(v) for k, v in self.ranges.items()},
-                "loads": dict(self.loads), "tables": {k: list(v) for k, v in self.tables.items()}}
+                "loads": dict(self.loads), "tables": {k: list(v) for k, v in self.tables.items()},
+                "respelled": dict(self.respelled)}
 
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> DataFacts:
         return cls(tuple(data.get("columns") or ()), {k: (v[0], v[1]) for k, v in (data.get("ranges") or {}).items()},
-                   dict(data.get("loads") or {}), {k: tuple(v) for k, v in (data.get("tables") or {}).items()})
+                   dict(data.get("loads") or {}), {k: tuple(v) for k, v in (data.get("tables") or {}).items()},
+                   dict(data.get("respelled") or {}))
+
+
+def _respelled(joins: Sequence[Any]) -> dict[str, str]:
+    """{column: "table 'spelling', table 'spelling', …"} for each column of a join whose sides spell the same ids
+    differently (tools.files CandidateJoin.spellings)."""
+    seen: dict[str, dict[str, str]] = {}
+    for j in joins:
+        if getattr(j, "spellings", None) is None:
+            continue
+        for ref, example in ((j.left, j.spellings[0]), (j.right, j.spellings[1])):
+            table = ref.file + (f"[{ref.table}]" if ref.table is not None else "")
+            seen.setdefault(ref.column, {}).setdefault(table, example)
+    return {col: ", ".join(f"{t} {ex!r}" for t, ex in where.items()) for col, where in seen.items()}
 
 
 def profile_facts(files: Sequence[str]) -> DataFacts:

@@ -208,7 +208,8 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         await sb.run(agent.PRELUDE)
         await _replay(sb, state.get("steps", []))
     result = await sb.run(code, timeout=cfg.cell_timeout_s)
-    profiled = await _profiled(state) if result.error is not None else None
+    suspect = result.error is not None or agent.empty_merge(code, result.stdout or "")
+    profiled = await _profiled(state) if suspect else None
     facts = guards.DataFacts.from_state(profiled) if profiled else None
     last_call = (state.get("calls") or [{}])[-1]
     observation = agent.observation_text(

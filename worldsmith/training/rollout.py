@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from worldsmith.agents.analyst import PRELUDE, observation_text, repeat_nudge, same_output, void_feedback
+from worldsmith.agents.analyst import (PRELUDE, empty_merge, observation_text, repeat_nudge, same_output,
+                                       void_feedback)
 from worldsmith.agents.answer_guards import Cell, example_copy, no_evidence, profile_facts
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
@@ -288,7 +289,7 @@ class SandboxEnvironment:
         result = await sb.run(code, timeout=self.config.cell_timeout_s)
         timings.sandbox_s += time.perf_counter() - start
         facts = None
-        if result.error is not None and inputs:
+        if inputs and (result.error is not None or empty_merge(code, result.stdout or "")):
             facts = await asyncio.to_thread(profile_facts, [str(p) for p in inputs])
         text = observation_text(result, self.config.max_observation_chars, facts, code=code,
                                 cut_off_at=self.config.max_new_tokens if r.cut_off else None)
