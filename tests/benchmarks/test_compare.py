@@ -101,3 +101,28 @@ def test_a_run_directory_is_summarised_with_its_guards(tmp_path: Path) -> None:
     assert s["median_s"] == 18.0
     assert s["by_level"] == {"easy": {"n": 1, "correct": 1.0}, "hard": {"n": 2, "correct": 1.0}}
     assert load_summary(run)["n_correct"] == 2
+
+
+def test_several_samples_are_also_scored_by_self_consistency(tmp_path: Path) -> None:
+    """With 3 samples a question is answered by its largest cluster of agreeing answers (3% relative): by hand,
+    q1 answers 5, 5.05, 7 → 5 (samples 0, 1 passed) → right; q2 answers 1, 2, 2 → 2 (only sample 0, the 1,
+    passed) → wrong; q3 answered nothing → its first sample, which failed → wrong. Pass@1: (2 + 1 + 0) / 9."""
+    run = tmp_path / "run"
+    answers = {"q1": ["@x[5]", "@x[5.05]", "@x[7]"], "q2": ["@x[1]", "@x[2]", "@x[2]"], "q3": [None, None, None]}
+    passed = {"q1": [True, True, False], "q2": [True, False, False], "q3": [False, False, False]}
+    tasks = []
+    for q, ans in answers.items():
+        (run / "trajectories" / q).mkdir(parents=True)
+        for i, a in enumerate(ans):
+            rec = {"status": "answered", "final_answer": a} if a else {"status": "max_turns", "final_answer": None}
+            (run / "trajectories" / q / f"{i}.json").write_text(json.dumps(rec))
+        tasks.append({"task_id": q, "level": "medium", "samples": [
+            {"sample_index": i, "passed": p, "time_s": 10.0 * (i + 1), "path": f"trajectories/{q}/{i}.json"}
+            for i, p in enumerate(passed[q])]})
+    (run / "results.json").write_text(json.dumps({"samples": 3, "tasks": tasks, "overall": {
+        "n_tasks": 3, "accuracy_by_question": 1 / 3, "accuracy_by_sub_question": 1 / 3, "proportional_accuracy": 1 / 3}}))
+    s = summary_from_run_dir(run, benchmark="b")
+    assert [q["voted"] for q in s["questions"]] == [True, False, False]
+    assert s["n_voted_correct"] == 1 and s["voted_accuracy"] == pytest.approx(1 / 3)
+    assert s["n_correct"] == pytest.approx(1.0)  # pass@1: 2/3 + 1/3 + 0
+    assert s["question_s"] == 60.0 and s["median_s"] == 20.0  # 10 + 20 + 30 per question; per sample 20

@@ -1,7 +1,8 @@
 """Benchmark summaries and the side-by-side table (benchmarks/dabench_dev.py, generated_bench.py, compare.py).
 
 A summary is a small JSON object per benchmark run: what ran (benchmark, model, samples, threads), accuracy by
-question (conservative: an empty answer is wrong; with several samples the mean over samples, i.e. pass@1), the
+question (conservative: an empty answer is wrong; with several samples the mean over samples, i.e. pass@1, and
+`voted_accuracy`, self-consistency at inference: the answer of the largest cluster of agreeing samples), the
 per-question outcomes and times, and the guard counts found in the trajectories. It is built from an eval run
 directory (results.json + trajectories/), so any past run can be summarised too.
 
@@ -72,6 +73,29 @@ def _benchmark_name(run_dir: Path) -> str:
     return run_dir.name
 
 
+def _answer(traj: dict[str, Any]) -> str | None:
+    """The answer a raw trajectory record committed to (consistency.trajectory_answer on the record's fields)."""
+    if traj.get("status") != "answered":
+        return None
+    answer = traj["graded_answer"] if traj.get("graded_answer") is not None else traj.get("final_answer")
+    return answer if (answer or "").strip() else None
+
+
+def voted_correct(run_dir: Path, samples: Sequence[dict[str, Any]]) -> bool:
+    """Self-consistency at inference over one question's samples: the answer of the largest cluster of agreeing
+    answers (training/consistency.py; ties to the earliest; with no answer at all, the first sample) is the one
+    given, so the question counts as right when the sample it came from passed."""
+    from worldsmith.training.consistency import consistent
+
+    answers = []
+    for s in samples:
+        path = run_dir / s["path"] if s.get("path") else None
+        answers.append(_answer(json.loads(path.read_text(encoding="utf-8"))) if path and path.is_file() else None)
+    result = consistent(answers)
+    chosen = result.majority_indices[0] if result.majority_indices else 0
+    return bool(samples[chosen]["passed"]) if samples else False
+
+
 def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, **meta: Any) -> dict[str, Any]:
     """The summary of a finished eval run directory (results.json and trajectories/)."""
     run_dir = Path(run_dir)
@@ -81,11 +105,13 @@ def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, *
     report = json.loads(path.read_text(encoding="utf-8"))
     trajs = _trajectories(run_dir)
     questions = []
+    several = report["samples"] > 1
     for t in report["tasks"]:
         samples = t["samples"]
         questions.append({"task_id": t["task_id"], "level": t.get("level"),
                           "correct": sum(s["passed"] for s in samples) / max(len(samples), 1),
-                          "time_s": round(statistics.fmean(s.get("time_s", 0.0) for s in samples), 3) if samples else 0.0})
+                          "time_s": round(statistics.fmean(s.get("time_s", 0.0) for s in samples), 3) if samples else 0.0,
+                          **({"voted": voted_correct(run_dir, samples)} if several else {})})
     o = report["overall"]
     times = [s.get("time_s", 0.0) for t in report["tasks"] for s in t["samples"]]
     by_level: dict[str, dict[str, float]] = {}
@@ -99,7 +125,16 @@ def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, *
             "proportional_accuracy": o["proportional_accuracy"], "n_empty": o.get("n_empty", 0),
             "n_errors": o.get("n_errors", 0), "median_s": statistics.median(times) if times else None,
             "guards": guard_counts(trajs), "by_level": dict(sorted(by_level.items())),
+            **({"n_voted_correct": sum(q["voted"] for q in questions),
+                "voted_accuracy": sum(q["voted"] for q in questions) / max(len(questions), 1)} if several else {}),
+            "question_s": _question_seconds(report),
             "questions": questions, "run_dir": str(run_dir)}
+
+
+def _question_seconds(report: dict[str, Any]) -> float | None:
+    """Median wall time a question costs: the sum over its samples (what answering it with all of them takes)."""
+    per_q = [sum(s.get("time_s", 0.0) for s in t["samples"]) for t in report["tasks"] if t["samples"]]
+    return statistics.median(per_q) if per_q else None
 
 
 def summarize_run(result: dict[str, Any], *, benchmark: str, **meta: Any) -> dict[str, Any]:
@@ -183,7 +218,12 @@ def print_summary(s: dict[str, Any]) -> None:
           f"{s['n_empty']} empty, {s['n_errors']} errors")
     for level, m in s["by_level"].items():
         print(f"  {level:<9} {m['correct']:.1f}/{m['n']} right")
+    if s.get("voted_accuracy") is not None:
+        lo, hi = wilson_interval(s["n_voted_correct"], s["n_questions"])
+        print(f"self-consistency over the {s['samples']} samples (the largest cluster of agreeing answers): "
+              f"{s['n_voted_correct']}/{s['n_questions']} = {_pct(s['voted_accuracy'])} (95% Wilson {_pct(lo)}–{_pct(hi)})")
     if s.get("median_s") is not None:
-        print(f"time per question: median {s['median_s']:.1f} s")
+        print(f"time per sample: median {s['median_s']:.1f} s"
+              + (f"; per question (all samples): median {s['question_s']:.1f} s" if s.get("question_s") else ""))
     print("guards: " + (", ".join(f"{k} {v}" for k, v in s["guards"].items()) or "none recorded"))
     print(f"run: {s['run_dir']}")
