@@ -61,3 +61,15 @@ def test_missing_columns_names_the_datas_spelling_from_pandas_own_messages() -> 
         [("passengerid", ["PassengerId"])],
     ]
     assert missing_columns("'Fare'", cols) == []  # an existing column raised for another reason: no hint
+
+
+def test_the_answer_lines_placeholder_copied_into_the_brackets_is_a_form_problem() -> None:
+    # a world task's answer line, and the two copies the generated benchmark saw (graded as no number at all)
+    q = "Round to 1 decimal place.\nEnd your answer with @female_prior[value in points, e.g. 12.3]"
+    assert answer_problems("@female_prior[61.40277777777778 in points, e.g. 12.3]", q, ["female_prior"]) == [
+        "@female_prior[61.40277777777778 in points, e.g. 12.3] repeats the placeholder's words; put only the value "
+        "inside the brackets"]
+    assert answer_problems("@r[(unitless, between -1 and 1), e.g. 0.43]", "@r[value, e.g. 0.43]", ["r"])
+    assert answer_problems("@r[value]", "@r[value]", ["r"])
+    assert answer_problems("@female_prior[61.4]", q, ["female_prior"]) == []
+    assert answer_problems("@label[values in range]", "@label[text]", ["label"]) == []  # a real text answer

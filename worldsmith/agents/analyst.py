@@ -135,6 +135,9 @@ async def decide(llm: Any, messages: list[dict[str, str]], *, role: str = "agent
     return Decision(turn=parse_turn_lenient(raw), raw=raw, completion=completion)
 
 
+_PLACEHOLDER = re.compile(r"\be\.g\.|\bvalue in\b|^\s*value\s*$", re.I)
+
+
 def answer_problems(answer: str, instruction: str, names: list[str]) -> list[str]:
     """What is wrong with a final answer's form (never its content): missing tags, empty values, rounding."""
     if not names:
@@ -142,6 +145,9 @@ def answer_problems(answer: str, instruction: str, names: list[str]) -> list[str
     got = extract_answers(answer)
     problems = [f"@{n}[value] is missing" for n in names if n not in got]
     problems += [f"@{n}[] is empty" for n in names if n in got and not got[n].strip()]
+    # the answer line's placeholder copied into the brackets: "@x[61.4 in points, e.g. 12.3]" grades as no number
+    problems += [f"@{n}[{got[n]}] repeats the placeholder's words; put only the value inside the brackets"
+                 for n in names if n in got and _PLACEHOLDER.search(got[n])]
     decimals = decimals_by_name(instruction, names)  # per sub-answer: each format clause asks for its own
     for n in names:
         v, places = got.get(n, ""), decimals.get(n)
