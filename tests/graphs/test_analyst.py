@@ -312,6 +312,22 @@ async def test_rounding_feedback_ignored_twice_is_recorded_as_post_processing(sc
     assert step["after"] == traj["graded_answer"] and "decimal" in step["reason"]
 
 
+async def test_a_placeholder_copied_after_its_feedback_is_cut_then_rounded_on_record(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    copied = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234 in units, e.g. 12.3]</answer>"
+    script.queue(CODE_TURN, copied, copied, copied)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    traj = final["trajectory"]
+    feedback = [m["content"] for m in traj["calls"][-1]["messages"] if m["content"].startswith("Your answer does not")]
+    assert feedback and "repeats the placeholder's words" in feedback[0]
+    assert traj["final_answer"] == "The mean is 20.1234. @mean_amount[20.1234 in units, e.g. 12.3]"  # untouched
+    assert traj["graded_answer"] == "The mean is 20.1234. @mean_amount[20.1]"
+    cut, rounded = traj["postprocess"]
+    assert (cut["kind"], cut["after"]) == ("strip_placeholder", "The mean is 20.1234. @mean_amount[20.1234]")
+    assert (rounded["kind"], rounded["before"], rounded["after"]) == ("round_decimals", cut["after"],
+                                                                     traj["graded_answer"])
+
+
 async def test_post_processing_is_off_when_sampling_training_data(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"

@@ -179,6 +179,28 @@ def round_to_request(answer: str, instruction: str, names: list[str]) -> str | N
     return fixed if changed else None
 
 
+_LEADING_NUMBER = re.compile(r"^\s*(-?(?:\d[\d,]*)?\.?\d+(?:[eE][-+]?\d+)?%?)")
+
+
+def strip_placeholder(answer: str, names: list[str]) -> str | None:
+    """The answer with each requested @name[value …placeholder words…] cut to the number it starts with
+    (@x[61.4 in points, e.g. 12.3] → @x[61.4]), or None when nothing needs it. Used once the model has ignored the
+    placeholder feedback: the number is the model's own, only the copied words go."""
+    changed = False
+
+    def fix(m: re.Match[str]) -> str:
+        nonlocal changed
+        name, value = m.group(1), m.group(2)
+        lead = _LEADING_NUMBER.match(value)
+        if name not in names or not _PLACEHOLDER.search(value) or lead is None:
+            return m.group(0)
+        changed = True
+        return f"@{name}[{lead.group(1)}]"
+
+    fixed = re.sub(r"@(\w+)\[([^\]]*)\]", fix, answer)
+    return fixed if changed else None
+
+
 def format_feedback(problems: list[str], names: list[str]) -> str:
     return feedback("format", problems="; ".join(problems), tags=" ".join(f"@{n}[value]" for n in names))
 

@@ -56,8 +56,9 @@ class AnalystConfig(Section):
                                   "generated questions, 2 re-sampled 64 turns and solved no more (9/43 either way) "
                                   "for ~20 s more a question")
     repeat_temperature: float = Field(0.7, gt=0, le=2, description="sampling temperature of those re-samples")
-    postprocess: bool = Field(True, description="after the format feedback is used up, round an answer's numbers to the "
-                              "requested decimals for grading (recorded beside the model's own answer); set False when "
+    postprocess: bool = Field(True, description="after the format feedback is used up, cut the answer line's placeholder "
+                              "words from an answer's values and round its numbers to the requested decimals for "
+                              "grading (recorded beside the model's own answer); set False when "
                               "sampling training data, so the grader sees the raw answer")
 
 

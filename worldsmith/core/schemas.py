@@ -263,7 +263,7 @@ class ModelCall(Model):
 class PostProcess(Model):
     """A change made to the model's answer after the fact, recorded beside it (never a silent rewrite)."""
 
-    kind: Literal["round_decimals"]
+    kind: Literal["round_decimals", "strip_placeholder"]
     before: str
     after: str
     reason: str = ""

@@ -280,14 +280,26 @@ async def check(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str
     postprocess = state.get("postprocess")
     if postprocess is None:
         postprocess = cfg.postprocess
-    rounded = agent.round_to_request(answer, question, names) if problems and postprocess else None
+    done: list[dict[str, Any]] = []
+    graded = answer
+    stripped = agent.strip_placeholder(graded, names) if problems and postprocess else None
+    if stripped is not None:  # the placeholder's words stayed after the feedback: the grader sees the number alone
+        done.append(PostProcess(
+            kind="strip_placeholder", before=graded, after=stripped,
+            reason="the answer kept the answer line's placeholder words after the format feedback: "
+                   + "; ".join(problems)).model_dump())
+        graded = stripped
+        emit({"type": "feedback", "text": "cut the placeholder's words from the answer's values"})
+    rounded = agent.round_to_request(graded, question, names) if problems and postprocess else None
     if rounded is not None:  # the model ignored the rounding feedback: the grader sees its numbers rounded, on record
-        update["graded_answer"] = rounded
-        update["postprocessed"] = [PostProcess(
-            kind="round_decimals", before=answer, after=rounded,
+        done.append(PostProcess(
+            kind="round_decimals", before=graded, after=rounded,
             reason="the answer kept more decimals than requested after the format feedback: " + "; ".join(problems),
-        ).model_dump()]
+        ).model_dump())
+        graded = rounded
         emit({"type": "feedback", "text": "rounded the answer's values to the requested decimals"})
+    if done:
+        update["graded_answer"], update["postprocessed"] = graded, done
     update["status"] = "unsupported" if guards.blocks(f.kind for f in findings) else "answered"
     return update
 
