@@ -114,7 +114,8 @@ def test_several_samples_are_also_scored_by_self_consistency(tmp_path: Path) -> 
     for q, ans in answers.items():
         (run / "trajectories" / q).mkdir(parents=True)
         for i, a in enumerate(ans):
-            rec = {"status": "answered", "final_answer": a} if a else {"status": "max_turns", "final_answer": None}
+            rec = {"id": f"{q}-{i}", "task_id": q, "model": "m", "status": "answered" if a else "max_turns",
+                   "final_answer": a}
             (run / "trajectories" / q / f"{i}.json").write_text(json.dumps(rec))
         tasks.append({"task_id": q, "level": "medium", "samples": [
             {"sample_index": i, "passed": p, "time_s": 10.0 * (i + 1), "path": f"trajectories/{q}/{i}.json"}

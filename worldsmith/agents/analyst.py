@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -156,6 +156,23 @@ def answer_problems(answer: str, instruction: str, names: list[str]) -> list[str
     return problems
 
 
+def _rewrite_tags(answer: str, names: list[str], rewrite: Callable[[str, str], str | None]) -> str | None:
+    """The answer with each requested @name[value] whose `rewrite(name, value)` gives a new value replaced by it, or
+    None when none changed."""
+    changed = False
+
+    def fix(m: re.Match[str]) -> str:
+        nonlocal changed
+        new = rewrite(m.group(1), m.group(2)) if m.group(1) in names else None
+        if new is None:
+            return m.group(0)
+        changed = True
+        return f"@{m.group(1)}[{new}]"
+
+    fixed = re.sub(r"@(\w+)\[([^\]]*)\]", fix, answer)
+    return fixed if changed else None
+
+
 def round_to_request(answer: str, instruction: str, names: list[str]) -> str | None:
     """The answer with each requested @name[number] rounded to the decimals the instruction asks for, or None when
     nothing needs it. Used once the model has ignored the rounding feedback: it changes the form of the model's own
@@ -163,20 +180,14 @@ def round_to_request(answer: str, instruction: str, names: list[str]) -> str | N
     decimals = decimals_by_name(instruction, names)
     if not decimals:
         return None
-    changed = False
 
-    def fix(m: re.Match[str]) -> str:
-        nonlocal changed
-        name, value = m.group(1), m.group(2)
+    def rounded(name: str, value: str) -> str | None:
         number, places = parse_number(value), decimals.get(name)
-        if name not in names or places is None or number is None or "." not in value \
-                or len(value.split(".")[-1]) <= places:
-            return m.group(0)
-        changed = True
-        return f"@{name}[{number:.{places}f}]"
+        if places is None or number is None or "." not in value or len(value.split(".")[-1]) <= places:
+            return None
+        return f"{number:.{places}f}"
 
-    fixed = re.sub(r"@(\w+)\[([^\]]*)\]", fix, answer)
-    return fixed if changed else None
+    return _rewrite_tags(answer, names, rounded)
 
 
 _LEADING_NUMBER = re.compile(r"^\s*(-?(?:\d[\d,]*)?\.?\d+(?:[eE][-+]?\d+)?%?)")
@@ -186,19 +197,12 @@ def strip_placeholder(answer: str, names: list[str]) -> str | None:
     """The answer with each requested @name[value …placeholder words…] cut to the number it starts with
     (@x[61.4 in points, e.g. 12.3] → @x[61.4]), or None when nothing needs it. Used once the model has ignored the
     placeholder feedback: the number is the model's own, only the copied words go."""
-    changed = False
 
-    def fix(m: re.Match[str]) -> str:
-        nonlocal changed
-        name, value = m.group(1), m.group(2)
+    def cut(_: str, value: str) -> str | None:
         lead = _LEADING_NUMBER.match(value)
-        if name not in names or not _PLACEHOLDER.search(value) or lead is None:
-            return m.group(0)
-        changed = True
-        return f"@{name}[{lead.group(1)}]"
+        return lead.group(1) if lead is not None and _PLACEHOLDER.search(value) else None
 
-    fixed = re.sub(r"@(\w+)\[([^\]]*)\]", fix, answer)
-    return fixed if changed else None
+    return _rewrite_tags(answer, names, cut)
 
 
 def format_feedback(problems: list[str], names: list[str]) -> str:

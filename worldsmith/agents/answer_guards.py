@@ -112,8 +112,7 @@ def _respelled(joins: Sequence[Any]) -> dict[str, str]:
         if getattr(j, "spellings", None) is None:
             continue
         for ref, example in ((j.left, j.spellings[0]), (j.right, j.spellings[1])):
-            table = ref.file + (f"[{ref.table}]" if ref.table is not None else "")
-            seen.setdefault(ref.column, {}).setdefault(table, example)
+            seen.setdefault(ref.column, {}).setdefault(ref.table_label, example)
     return {col: ", ".join(f"{t} {ex!r}" for t, ex in where.items()) for col, where in seen.items()}
 
 

@@ -18,7 +18,7 @@ import json
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,10 @@ def guard_counts(trajectories: Iterable[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _trajectories(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((run_dir / "trajectories").rglob("*.json"))]
+def _trajectories(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every trajectory record of a run, by its path relative to the run directory (as results.json names it)."""
+    return {p.relative_to(run_dir).as_posix(): json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted((run_dir / "trajectories").rglob("*.json"))}
 
 
 def _benchmark_name(run_dir: Path) -> str:
@@ -73,24 +75,16 @@ def _benchmark_name(run_dir: Path) -> str:
     return run_dir.name
 
 
-def _answer(traj: dict[str, Any]) -> str | None:
-    """The answer a raw trajectory record committed to (consistency.trajectory_answer on the record's fields)."""
-    if traj.get("status") != "answered":
-        return None
-    answer = traj["graded_answer"] if traj.get("graded_answer") is not None else traj.get("final_answer")
-    return answer if (answer or "").strip() else None
-
-
-def voted_correct(run_dir: Path, samples: Sequence[dict[str, Any]]) -> bool:
+def voted_correct(records: Mapping[str, dict[str, Any]], samples: Sequence[dict[str, Any]]) -> bool:
     """Self-consistency at inference over one question's samples: the answer of the largest cluster of agreeing
     answers (training/consistency.py; ties to the earliest; with no answer at all, the first sample) is the one
-    given, so the question counts as right when the sample it came from passed."""
-    from worldsmith.training.consistency import consistent
+    given, so the question counts as right when the sample it came from passed. `records`: the run's trajectories
+    by path (a sample without one has no answer)."""
+    from worldsmith.core.schemas import Trajectory
+    from worldsmith.training.consistency import consistent, trajectory_answer
 
-    answers = []
-    for s in samples:
-        path = run_dir / s["path"] if s.get("path") else None
-        answers.append(_answer(json.loads(path.read_text(encoding="utf-8"))) if path and path.is_file() else None)
+    answers = [trajectory_answer(Trajectory.model_validate(records[s["path"]])) if s.get("path") in records else None
+               for s in samples]
     result = consistent(answers)
     chosen = result.majority_indices[0] if result.majority_indices else 0
     return bool(samples[chosen]["passed"]) if samples else False
@@ -103,7 +97,7 @@ def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, *
     if not path.is_file():
         raise FileNotFoundError(f"{run_dir}: no results.json — not a finished eval run directory")
     report = json.loads(path.read_text(encoding="utf-8"))
-    trajs = _trajectories(run_dir)
+    records = _trajectories(run_dir)
     questions = []
     several = report["samples"] > 1
     for t in report["tasks"]:
@@ -111,7 +105,7 @@ def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, *
         questions.append({"task_id": t["task_id"], "level": t.get("level"),
                           "correct": sum(s["passed"] for s in samples) / max(len(samples), 1),
                           "time_s": round(statistics.fmean(s.get("time_s", 0.0) for s in samples), 3) if samples else 0.0,
-                          **({"voted": voted_correct(run_dir, samples)} if several else {})})
+                          **({"voted": voted_correct(records, samples)} if several else {})})
     o = report["overall"]
     times = [s.get("time_s", 0.0) for t in report["tasks"] for s in t["samples"]]
     by_level: dict[str, dict[str, float]] = {}
@@ -124,7 +118,7 @@ def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, *
             "accuracy": o["accuracy_by_question"], "accuracy_by_sub_question": o["accuracy_by_sub_question"],
             "proportional_accuracy": o["proportional_accuracy"], "n_empty": o.get("n_empty", 0),
             "n_errors": o.get("n_errors", 0), "median_s": statistics.median(times) if times else None,
-            "guards": guard_counts(trajs), "by_level": dict(sorted(by_level.items())),
+            "guards": guard_counts(records.values()), "by_level": dict(sorted(by_level.items())),
             **({"n_voted_correct": sum(q["voted"] for q in questions),
                 "voted_accuracy": sum(q["voted"] for q in questions) / max(len(questions), 1)} if several else {}),
             "question_s": _question_seconds(report),

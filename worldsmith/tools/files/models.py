@@ -51,7 +51,12 @@ class TableProfile(BaseModel):
 
     @property
     def label(self) -> str:
-        return f"{self.file}[{self.table}]" if self.table is not None else self.file
+        return table_label(self.file, self.table)
+
+
+def table_label(file: str, table: str | None) -> str:
+    """A table as the profile lists it: `file`, or `file[table]` for one table of several in a file."""
+    return f"{file}[{table}]" if table is not None else file
 
 
 class ColumnRef(BaseModel):
@@ -60,9 +65,12 @@ class ColumnRef(BaseModel):
     column: str
 
     @property
+    def table_label(self) -> str:
+        return table_label(self.file, self.table)
+
+    @property
     def label(self) -> str:
-        t = f"[{self.table}]" if self.table is not None else ""
-        return f"{self.file}{t}.{self.column}"
+        return f"{self.table_label}.{self.column}"
 
 
 class CandidateJoin(BaseModel):
