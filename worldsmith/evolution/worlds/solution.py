@@ -175,7 +175,9 @@ CELL_CHARS = 900
 
 
 def _read_expr(part: PartPlan, used: set[str]) -> str:
-    """The reader call for one observed table, as `kernels.read_table` reads its format (no dispatch helper)."""
+    """The reader call for one observed table, as `kernels.read_table` reads its format (no dispatch helper, and
+    pandas' own readers: a staged oracle is SFT data, so it writes what an analyst writes, not a streaming xlsx
+    parser)."""
     path, fmt, name = part.path, part.fmt, part.part
     if fmt in ("csv", "csv.gz"):
         return f"pd.read_csv({path!r}, keep_default_na=False, na_values=[''])"
@@ -188,9 +190,8 @@ def _read_expr(part: PartPlan, used: set[str]) -> str:
     if fmt == "txt":
         used.add("read_log")
         return f"read_log({path!r})"
-    if fmt == "xlsx":
-        used.add("read_sheets")
-        return f"read_sheets({path!r}, [{name!r}])[{name!r}]"
+    if fmt == "xlsx":  # pandas' own reader, as an analyst writes it: the same text cells as `kernels.read_sheets`
+        return f"pd.read_excel({path!r}, sheet_name={name!r}, dtype=str, keep_default_na=False, na_values=[''])"
     if fmt == "sqlite":
         return (f"pd.read_sql_query({('SELECT * FROM ' + chr(34) + str(name) + chr(34))!r}, "
                 f"sqlite3.connect({('file:' + path + '?mode=ro')!r}, uri=True))")
