@@ -163,3 +163,20 @@ def test_ids_of_different_entities_are_not_called_respellings(tmp_path: Path) ->
     assert "different spellings" not in ws.to_prompt(max_chars=6000, compact=True)
     plain = {(j.left.label, j.right.label): j.overlap_ratio for j in ws.joins}
     assert plain[("orders.csv.id", "returns.csv.id")] == 1.0
+
+
+def test_respelled_ids_under_different_column_names_get_each_tables_own_column(tmp_path: Path) -> None:
+    # the same patients, P-00001.. in visits.patient_id and PAT_1.. in enrolment.subject
+    (tmp_path / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{120 + i}\n" for i in range(1, 7)))
+    (tmp_path / "enrolment.csv").write_text("subject,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
+    text = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True).to_prompt(max_chars=6000, compact=True)
+    line = next(x for x in text.splitlines() if "different spellings" in x)
+    assert "visits.csv.patient_id ('P-00001')" in line and "enrolment.csv.subject ('PAT_1')" in line
+    # no single column name is given for both tables: the recipe reads `col`, each table's own
+    assert 'df["patient_id"]' not in line and 'df["subject"]' not in line
+    assert "df[col]" in line and "each table's own id column" in line
+    expr = line[line.index("`pd.to_numeric") + 1:line.index("`", line.index("`pd.to_numeric") + 1)]
+    v, e = pd.read_csv(tmp_path / "visits.csv"), pd.read_csv(tmp_path / "enrolment.csv")
+    v["key"] = eval(expr, {"pd": pd, "df": v, "col": "patient_id"})  # noqa: S307 - the profile's own text
+    e["key"] = eval(expr, {"pd": pd, "df": e, "col": "subject"})  # noqa: S307
+    assert len(v.merge(e, on="key")) == 6  # by hand: 1..6 on both sides

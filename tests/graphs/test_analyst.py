@@ -356,3 +356,33 @@ async def test_a_salvaged_turn_records_the_raw_completion_and_what_was_repaired(
     assert first["repaired"].startswith("a turn must start with <think>")
     assert first["reply"] == "<think>\nLoad it first.\n</think>\n<code>\ndf = pd.read_csv('sales.csv')\n</code>"
     assert script.requests[1].messages[-2]["content"] == first["reply"]
+
+
+async def test_a_multi_file_question_gets_its_names_placed_and_rl_prompts_match(scripted, tmp_path: Path) -> None:
+    from worldsmith.core.schemas import AnswerSpec, Provenance, Task, Tolerance
+    from worldsmith.core.taskpkg import workspace_ref
+    from worldsmith.graphs.solve import task_files
+    from worldsmith.training.rl_data import task_prompt
+
+    folder = tmp_path / "room"
+    folder.mkdir()
+    (folder / "orders.csv").write_text("order_id,cust,amt\n1,1,10\n2,2,30\n")
+    (folder / "customers.csv").write_text("cust,region\n1,N\n2,S\n")
+    (folder / "orders.md").write_text("# Notes\n\nFiles: `orders.csv`.\n\n- `amount` is called `amt` here.\n")
+    question = "The mean of `amount` where `region` is 'north'. Answer as @mean_amount[value]."
+    task = Task(id="t", kind="closed_form", instruction=question, workspace=workspace_ref(folder),
+                answers=[AnswerSpec(name="mean_amount", value=10.0, tolerance=Tolerance(abs=0.01))],
+                provenance=Provenance(source="manual"))
+    script, make_rt = scripted
+    script.queue("<think>load</think><code>print(pd.read_csv('orders.csv')['amt'].iloc[0])</code>",
+                 "<think>done</think><answer>@mean_amount[10.0]</answer>")
+    final, _ = await _run(make_rt(), question, task_files(task))
+    turn = script.requests[0].messages[-1]["content"]
+    assert final["trajectory"]["user_prompt"] == turn
+    notes = turn[turn.index("# The task's names in these files"):]
+    # by hand: no table has `amount` (orders.csv calls it `amt`, as its note says); region holds N and S only
+    assert "- `amount`: no table has a column by this name" in notes
+    assert "- orders.md says: `amount` is called `amt` here." in notes
+    assert "- 'north' is not a value of `region` in customers.csv; its values: 'N', 'S'" in notes
+    # RL rollouts open the same task with the same turn (one prompt path for inference and training)
+    assert task_prompt(task, 4000)[-1]["content"] == turn

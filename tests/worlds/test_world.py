@@ -95,7 +95,9 @@ def test_data_room_never_leaks_truth(commercial_world):
     readme = (data / "README.md").read_text()
     assert "`orders_2023.csv`" in readme and "| crm | 400 |" in readme  # files with row counts
     memo = (data / "memos" / "order_db.md").read_text()
-    assert "From 2024-07-01, `amount` is recorded in USD cents" in memo
+    # the export's dates are posting dates, so the change says which dates it counts by (one reading only)
+    assert "Dates are posting dates" in memo
+    assert "From 2024-07-01 (by this export's dates), `amount` is recorded in USD cents" in memo
 
 
 def test_every_format_is_readable(tmp_path):

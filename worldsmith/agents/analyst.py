@@ -53,13 +53,22 @@ PRELUDE = template(PRELUDE_TEMPLATE).text
 def files_profile(files: list[str], max_chars: int) -> str:
     """The file list of the task turn: each input's exact load call, schema and a few rows, as the sandbox
     mounts it (by base name, and under a plain alias when the name is awkward)."""
+    return task_files(files, max_chars)[0]
+
+
+def task_files(files: list[str], max_chars: int, request: str = "") -> tuple[str, str]:
+    """The task turn's file list, and its notes placing the names the request writes in backticks: which tables
+    hold each, a quoted value a column lacks, what the documents say about them (tools/files/names.py; empty
+    for one table and no documents)."""
     if not files:
-        return "(no files)"
+        return "(no files)", ""
     from pathlib import Path
 
     from worldsmith.tools.files import profile_workspace
+    from worldsmith.tools.files.names import request_notes
 
-    return profile_workspace([Path(f) for f in files], as_mounted=True).to_prompt(max_chars=max_chars, compact=True)
+    ws = profile_workspace([Path(f) for f in files], as_mounted=True)
+    return ws.to_prompt(max_chars=max_chars, compact=True), "\n".join(request_notes(request, ws))
 
 
 def few_shot_messages() -> list[dict[str, str]]:
@@ -93,12 +102,15 @@ def required_names(instruction: str, declared: list[str] | None = None) -> list[
     return list(dict.fromkeys(_NAME_RE.findall(instruction)))
 
 
-def user_prompt(question: str, profile_text: str, names: list[str], hints: str = "") -> str:
+def user_prompt(question: str, profile_text: str, names: list[str], hints: str = "", notes: str = "") -> str:
     """The task turn. The file list comes first and the question after it: questions on the same files then
-    share the whole prompt up to the question, which the model's prefix cache reuses."""
+    share the whole prompt up to the question, which the model's prefix cache reuses. `notes`: where the
+    question's names are in the files (`task_files`)."""
     t = template(USER_TEMPLATE)
     parts = [t.section("files", profile=profile_text.strip())] if profile_text else []
     parts.append(t.section("task", question=question.strip()))
+    if notes.strip():
+        parts.append(t.section("names", notes=notes.strip()))
     if hints:
         parts.append(t.section("method notes", hints=hints.strip()))
     if names:

@@ -68,7 +68,9 @@ def _labels(mapping: dict[str, str]) -> str:
     return ", ".join(f'"{new}" means "{old}"' for old, new in mapping.items())
 
 
-def _sentence(e: LedgerEntry, s: ObservationSystem, c: WorldContract) -> str | None:
+def _sentence(e: LedgerEntry, s: ObservationSystem, c: WorldContract, posted: bool = False) -> str | None:
+    """`posted`: the export's dates are posting dates (a documented delay), so a change "from" a date says which
+    dates it counts by (the export's own: the defects apply to the observed rows)."""
     p = e.params
     if e.defect == "id_spelling":
         return (f"Identifiers are written like `{e.example_after}` in this export "
@@ -81,11 +83,13 @@ def _sentence(e: LedgerEntry, s: ObservationSystem, c: WorldContract) -> str | N
             return f"Dates are posting dates: a record is posted {p['days']} day(s) after the event{jitter}."
         return f"Dates are posting dates and can lag the event by up to {p['jitter_days']} day(s)."
     if e.defect == "unit_drift":
-        return (f"From {p['since']}, `{p['variable']}` is recorded in {p['to_unit']} instead of {p['from_unit']} "
+        by = " (by this export's dates)" if posted else ""
+        return (f"From {p['since']}{by}, `{p['variable']}` is recorded in {p['to_unit']} instead of {p['from_unit']} "
                 f"(1 {p['from_unit']} = {float(p['factor'])!r} {p['to_unit']}).")
     if e.defect == "recode":
         if p.get("since"):
-            return f"From {p['since']}, `{p['variable']}` uses new labels: {_labels(p['mapping'])}."
+            by = " (by this export's dates)" if posted else ""
+            return f"From {p['since']}{by}, `{p['variable']}` uses new labels: {_labels(p['mapping'])}."
         return f"This export labels `{p['variable']}` its own way: {_labels(p['mapping'])}."
     if e.defect == "rename":
         if p["from_partition"] == 0:
@@ -105,7 +109,9 @@ def _sentence(e: LedgerEntry, s: ObservationSystem, c: WorldContract) -> str | N
 
 def system_memo(s: ObservationSystem, entries: list[LedgerEntry], c: WorldContract, files: list[str]) -> str | None:
     """Markdown memo for one system, or None when nothing about it needs explaining."""
-    lines = [x for e in entries if e.documented and e.system == s.name and (x := _sentence(e, s, c))]
+    mine = [e for e in entries if e.documented and e.system == s.name]
+    posted = any(e.defect == "delay" for e in mine)
+    lines = [x for e in mine if (x := _sentence(e, s, c, posted))]
     if not lines:
         return None
     head = [f"# Notes on the `{s.name}` export", ""]
@@ -128,9 +134,11 @@ def events_memo(c: WorldContract) -> str | None:
 _RE = {
     "date": re.compile(r"\(format `([^`]+)`\)"),
     "delay": re.compile(r"posted (\d+) day\(s\) after the event"),
-    "unit": re.compile(r"From (\d{4}-\d{2}-\d{2}), `([^`]+)` is recorded in (.+?) instead of (.+?) "
+    "unit": re.compile(r"From (\d{4}-\d{2}-\d{2})(?: \(by this export's dates\))?, `([^`]+)` is recorded in (.+?) "
+                       r"instead of (.+?) "
                        r"\(1 .+? = ([0-9.eE+-]+) .+?\)\."),
-    "recode_since": re.compile(r"From (\d{4}-\d{2}-\d{2}), `([^`]+)` uses new labels: (.*)\.$"),
+    "recode_since": re.compile(r"From (\d{4}-\d{2}-\d{2})(?: \(by this export's dates\))?, `([^`]+)` uses new labels: "
+                               r"(.*)\.$"),
     "recode_all": re.compile(r"This export labels `([^`]+)` its own way: (.*)\.$"),
     "label": re.compile(r'"([^"]*)" means "([^"]*)"'),
     "rename_all": re.compile(r"The column `([^`]+)` holds `([^`]+)`\."),

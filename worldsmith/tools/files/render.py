@@ -203,8 +203,12 @@ def _respelled(joins: list[CandidateJoin]) -> list[str]:
     out = []
     for cols, overlaps in groups:
         named = ", ".join(f"{label} ({example!r})" for label, (_, example) in cols.items())
-        out.append(template("profile_notes.md").section(
-            "respelled ids", columns=named, overlap=f"{min(overlaps):.0%}", column=next(iter(cols.values()))[0]))
+        own = {column for column, _ in cols.values()}  # one name for all: say it; else each table's own column
+        notes = template("profile_notes.md")
+        out.append(notes.section(
+            "respelled ids", columns=named, overlap=f"{min(overlaps):.0%}",
+            column=repr(next(iter(own))).replace("'", '"') if len(own) == 1 else "col",
+            own="" if len(own) == 1 else notes.section("respelled own column")))
     return out
 
 

@@ -1,0 +1,76 @@
+"""Where a request's names are in the files (tools/files/names.py): checked on a small hand-made data room."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from worldsmith.agents.analyst import task_files, user_prompt
+from worldsmith.tools.files import profile_workspace
+from worldsmith.tools.files.names import request_names, request_notes
+
+REQUEST = ("Mean of `amount` over the `orders` records, only rows where `region` is 'north', from `data/orders_2024.csv` "
+           "and `ledger.xlsx`; `region` is in `customers.csv`.")
+
+
+def _room(root: Path) -> list[Path]:
+    # orders: 2023 calls the measure `amount`, 2024 renames it `amt` (the memo says so); customers code regions N/S
+    (root / "orders_2023.csv").write_text("order_id,cust,amount\n1,1,10\n2,2,20\n")
+    (root / "orders_2024.csv").write_text("order_id,cust,amt\n3,1,30\n4,2,40\n")
+    (root / "customers.csv").write_text("cust,region\n1,N\n2,S\n")
+    (root / "memo.md").write_text("# Notes on the order export\n\nFiles: `orders_2024.csv`.\n\n"
+                                  "- From the 2024 file onward, `amount` is called `amt`.\n"
+                                  "- The export can repeat a record.\n")
+    (root / "crm.md").write_text("# CRM notes\n\n- This export labels `region` its own way: \"N\" means \"north\".\n"
+                                 "- Unrelated: the office moved.\n")
+    return sorted(root.iterdir())
+
+
+def test_request_names_are_the_backticked_names_without_file_paths() -> None:
+    assert request_names(REQUEST) == ["amount", "orders", "region"]
+
+
+def test_each_name_is_placed_and_the_documents_lines_on_it_are_quoted(tmp_path: Path) -> None:
+    ws = profile_workspace(_room(tmp_path), as_mounted=True)
+    lines = request_notes(REQUEST, ws)
+    text = "\n".join(lines)
+    # by hand: only orders_2023.csv has a column `amount`; no table has `orders`; `region` is in customers.csv
+    assert "- `amount`: a column of orders_2023.csv" in lines
+    assert "- `orders`: no table has a column by this name" in text
+    assert "- `region`: a column of customers.csv" in lines
+    # 'north' is not among region's values (N, S): the line lists the values the column holds
+    assert "- 'north' is not a value of `region` in customers.csv; its values: 'N', 'S'" in lines
+    # the documents' lines on these names: the rename, and the label code; the memo about orders_2024.csv is quoted
+    # whole (its files hold a named column? no: orders_2024.csv holds `amt`, so only the line naming `amount`)
+    assert "- memo.md says: From the 2024 file onward, `amount` is called `amt`." in lines
+    assert '- crm.md says: This export labels `region` its own way: "N" means "north".' in lines
+    assert "office moved" not in text and "repeat a record" not in text
+
+
+def test_a_note_about_a_file_holding_a_named_column_is_quoted_whole(tmp_path: Path) -> None:
+    ws = profile_workspace(_room(tmp_path), as_mounted=True)
+    lines = request_notes("The mean of `amt`.", ws)
+    # orders_2024.csv holds `amt`, and memo.md is about orders_2024.csv: both its bullet lines are quoted
+    assert "- memo.md says: The export can repeat a record." in lines
+    assert "- memo.md says: From the 2024 file onward, `amount` is called `amt`." in lines
+    assert not any("crm.md" in x for x in lines)
+
+
+def test_one_table_and_no_documents_adds_nothing(tmp_path: Path) -> None:
+    (tmp_path / "sales.csv").write_text("amount,region\n1,N\n")
+    ws = profile_workspace([tmp_path / "sales.csv"], as_mounted=True)
+    assert request_notes("The mean of `amount` where `region` is 'north'.", ws) == []
+    # so the task turn of a one-file question is exactly what it was
+    profile, notes = task_files([str(tmp_path / "sales.csv")], 2500, "The mean of `amount`.")
+    assert notes == "" and user_prompt("Q", profile, ["x"], "", notes) == user_prompt("Q", profile, ["x"])
+
+
+def test_the_task_turn_carries_the_notes_after_the_question(tmp_path: Path) -> None:
+    files = [str(p) for p in _room(tmp_path)]
+    profile, notes = task_files(files, 2500, REQUEST)
+    turn = user_prompt(REQUEST, profile, ["mean_amount"], "", notes)
+    assert turn.index(REQUEST) < turn.index("# The task's names in these files") < turn.index("@mean_amount[value]")
+    # what the notes say is true of the files (plain pandas): the 2024 file has no `amount`, customers no 'north'
+    assert "amount" not in pd.read_csv(tmp_path / "orders_2024.csv").columns
+    assert "north" not in set(pd.read_csv(tmp_path / "customers.csv")["region"])

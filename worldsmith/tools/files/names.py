@@ -1,0 +1,105 @@
+"""Where the names a request writes as code live in a profiled workspace.
+
+A request over several files names columns (`opex`, `size_class`) and values (`region` is 'north') as the business
+knows them; the files may hold them under other names or codes, and the workspace's notes may say how. For each
+name written in backticks this finds the tables that hold it (or says none does, with the closest column), flags a
+quoted value a fully profiled column does not hold (with the values it does), and quotes the documents' lines on
+those names and on the files that hold them. With one table and no documents there is nothing to locate, so it
+says nothing. The line wordings are model-facing: `prompts/profile_notes.md`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import PurePosixPath
+
+from worldsmith.prompts import template
+from worldsmith.tools.files.models import TableProfile, WorkspaceProfile
+
+_CODE = re.compile(r"`([^`\n]{1,64})`")
+_NAME = re.compile(r"[A-Za-z_][\w .%-]*")
+_FILE_LIKE = re.compile(r"\.[A-Za-z][\w]{0,6}$")  # data/crm.csv, ledger.xlsx: a file, not a column
+_VALUE = re.compile(r"`([^`\n]{1,64})`\s+(?:is|equals|==?)\s+'([^'\n]{1,64})'")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+MAX_TABLES = 4  # tables listed per name
+MAX_VALUES = 8  # values listed for a value a column does not hold
+MAX_DOC_LINES = 12
+
+
+def request_names(request: str) -> list[str]:
+    """Names the request writes as code (`name`), in order, without file paths."""
+    out: dict[str, None] = {}
+    for raw in _CODE.findall(request):
+        name = raw.strip()
+        if _NAME.fullmatch(name) and not _FILE_LIKE.search(name) and "/" not in name:
+            out[name] = None
+    return list(out)
+
+
+def _holders(ws: WorkspaceProfile, name: str) -> list[TableProfile]:
+    return [t for t in ws.tables if any(c.name == name for c in t.columns)]
+
+
+def _listed(labels: list[str]) -> str:
+    more = f" and {len(labels) - MAX_TABLES} more" if len(labels) > MAX_TABLES else ""
+    return ", ".join(labels[:MAX_TABLES]) + more
+
+
+def _closest(ws: WorkspaceProfile, name: str) -> str:
+    """`; closest: `X` in T` for a column spelled nearly the same way (case, separators), else ''."""
+    columns = {c.name: t.label for t in ws.tables for c in t.columns}
+    folded = {re.sub(r"[\s_-]+", "", c.lower()): c for c in columns}
+    hit = folded.get(re.sub(r"[\s_-]+", "", name.lower()))
+    if hit is None:
+        near = difflib.get_close_matches(name, list(columns), n=1, cutoff=0.75)
+        hit = near[0] if near else None
+    return template("profile_notes.md").section("closest column", column=hit, table=columns[hit]) if hit else ""
+
+
+def _missing_values(ws: WorkspaceProfile, request: str) -> list[str]:
+    """A quoted value (`col` is 'v') that a column profiled on every row, with all its values known, does not hold."""
+    notes = template("profile_notes.md")
+    out: list[str] = []
+    for column, value in dict.fromkeys(_VALUE.findall(request)):
+        for t in _holders(ws, column):
+            c = next(c for c in t.columns if c.name == column)
+            values = [v.value for v in c.top_values] or list(c.examples)  # examples: when no value repeats
+            complete = (not t.sampled and values and len(set(values)) >= c.n_unique
+                        and not any(v.endswith("…") for v in values))  # a clipped value is not the value
+            if complete and value not in values:
+                shown = ", ".join(repr(v) for v in values[:MAX_VALUES]) + (", …" if len(values) > MAX_VALUES else "")
+                out.append(notes.section("value not held", value=value, column=column, table=t.label, values=shown))
+    return out
+
+
+def _document_lines(ws: WorkspaceProfile, names: list[str]) -> list[str]:
+    """Lines of the documents that mention a named column, or that sit in a note about a file holding one."""
+    files = {PurePosixPath(t.file).name for n in names for t in _holders(ws, n)}
+    words = [re.compile(rf"(?<![\w]){re.escape(n)}(?![\w])") for n in names]
+    notes = template("profile_notes.md")
+    out: list[str] = []
+    for doc in ws.documents:
+        about = any(f in line for line in doc.first_lines for f in files)
+        for line in doc.first_lines:
+            if not _BULLET.match(line):
+                continue
+            if about or any(w.search(line) for w in words):
+                out.append(notes.section("document line", file=doc.file, line=_BULLET.sub("", line).strip()))
+    return out[:MAX_DOC_LINES]
+
+
+def request_notes(request: str, ws: WorkspaceProfile) -> list[str]:
+    """Lines placing the request's names in the workspace (empty for one table and no documents, or no names)."""
+    names = request_names(request)
+    if not names or (len(ws.tables) < 2 and not ws.documents):
+        return []
+    notes = template("profile_notes.md")
+    out = []
+    for name in names:
+        held = _holders(ws, name)
+        if held:
+            out.append(notes.section("name held", name=name, tables=_listed([t.label for t in held])))
+        else:
+            out.append(notes.section("name not held", name=name, closest=_closest(ws, name)))
+    return out + _missing_values(ws, request) + _document_lines(ws, names)
