@@ -386,3 +386,17 @@ async def test_a_multi_file_question_gets_its_names_placed_and_rl_prompts_match(
     assert "- 'north' is not a value of `region` in customers.csv; its values: 'N', 'S'" in notes
     # RL rollouts open the same task with the same turn (one prompt path for inference and training)
     assert task_prompt(task, 4000)[-1]["content"] == turn
+
+
+@pytest.mark.parametrize("cell", ["print(df[df['amount'] > 1 & df['region'] == 'north'])",
+                                  "print(df[(df['amount'] > 1) and (df['region'] == 'north')])"])
+async def test_conditions_combined_without_parentheses_get_the_pandas_form(scripted, sales_csv: Path, cell) -> None:
+    script, make_rt = scripted
+    fixed = "print(df[(df['amount'] > 1) & (df['region'] == 'north')]['amount'].sum())"
+    script.queue(f"<think>filter</think><code>df = pd.read_csv('sales.csv')\n{cell}</code>",
+                 f"<think>parenthesise</think><code>{fixed}</code>",
+                 "<think>done</think><answer>@mean_amount[20.0]</answer>")
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    assert "wrap each one in parentheses" in first and "Error" in first  # pandas' own error, then the note
+    assert "wrap each one in parentheses" not in second and "Error" not in second

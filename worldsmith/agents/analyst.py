@@ -57,9 +57,9 @@ def files_profile(files: list[str], max_chars: int) -> str:
 
 
 def task_files(files: list[str], max_chars: int, request: str = "") -> tuple[str, str]:
-    """The task turn's file list, and its notes placing the names the request writes in backticks: which tables
-    hold each, a quoted value a column lacks, what the documents say about them (tools/files/names.py; empty
-    for one table and no documents)."""
+    """The task turn's file list (`max_chars` for up to two tables, more for more: MAX_BUDGET_SCALE), and its
+    notes placing the names the request writes in backticks: which tables hold each, a quoted value a column
+    lacks, what the documents say about them (tools/files/names.py; empty for one table and no documents)."""
     if not files:
         return "(no files)", ""
     from pathlib import Path
@@ -68,7 +68,13 @@ def task_files(files: list[str], max_chars: int, request: str = "") -> tuple[str
     from worldsmith.tools.files.names import request_notes
 
     ws = profile_workspace([Path(f) for f in files], as_mounted=True)
-    return ws.to_prompt(max_chars=max_chars, compact=True), "\n".join(request_notes(request, ws))
+    budget = int(max_chars * min(MAX_BUDGET_SCALE, max(1.0, len(ws.tables) / 2)))  # more tables, more room
+    return ws.to_prompt(max_chars=budget, compact=True), "\n".join(request_notes(request, ws))
+
+
+#: The file list's budget grows with the number of tables past two (half a budget a table), up to this factor:
+#: a data room of seven tables otherwise loses every column's values to the budget.
+MAX_BUDGET_SCALE = 1.6
 
 
 def few_shot_messages() -> list[dict[str, str]]:
@@ -276,7 +282,16 @@ def columns_elsewhere(message: str, tables: Mapping[str, Sequence[str]]) -> list
 
 
 #: what an empty or unmatched merge prints: NaN, an empty frame, a (0, n) shape
-_EMPTY_RESULT = re.compile(r"\b(?:nan|NaN|NaT)\b|Empty DataFrame|\(0, \d+\)")
+_EMPTY_RESULT = re.compile(r"\b(?:nan|NaN|NaT)\b|Empty DataFrame|Series\(\[\]|\(0, \d+\)")
+#: what pandas raises for `df[df.a > 1 & df.b == 2]` (& binds before the comparisons) or `and`/`or` on Series
+_BOOL_COMBINE = re.compile(r"unsupported operand type\(s\) for [&|]|'r?(?:and|or)_'"
+                           r"|truth value of a (?:Series|DataFrame) is ambiguous")
+
+
+def bool_combine_error(code: str, error: Any) -> bool:
+    """A failed cell that combined conditions with &, |, `and` or `or` and got pandas' precedence/truth error."""
+    return (error is not None and bool(_BOOL_COMBINE.search(f"{error.type}: {error.message}"))
+            and bool(re.search(r"[&|]|\band\b|\bor\b", code)))
 _MERGE_CALL = re.compile(r"\.merge\(|\bpd\.merge\(|\.join\(")
 
 
@@ -327,8 +342,9 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
     columns of the DataFrame it was looked up in (when the sandbox reports them), and with the inputs' `facts` the
     data's spelling of a near-miss column name and, for a column only some tables have, those tables and the
     others' columns; for a file read with the wrong pandas reader, its exact load call; for a merge on ids the
-    tables spell differently that matched nothing, how to merge them; for a cell cut off at the turn's token budget
-    (`cut_off_at`), that it was cut."""
+    tables spell differently that matched nothing, how to merge them; for conditions combined without parentheses
+    (or with `and`/`or`), how pandas wants them; for a cell cut off at the turn's token budget (`cut_off_at`), that
+    it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
     facts = facts or DataFacts()
@@ -345,6 +361,8 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
                                 spellings="; ".join(facts.respelled[c] for c in merged))
     if error and (wrong := wrong_readers(code, facts.loads)):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
+    if bool_combine_error(code, error):
+        text += "\n" + feedback("combined conditions")
     if error:
         text += "\n" + feedback("code failed")
     elif not text.strip():

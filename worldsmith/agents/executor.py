@@ -10,6 +10,7 @@ model writes the result, whose conclusion may state only numbers the script prin
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -36,6 +37,12 @@ LOG_FILE = "analysis_log.md"
 OBSERVATION_CHARS = 4000
 #: the compact file profile in the script prompt (load calls and columns first; rows are shed to fit)
 PROFILE_CHARS = 3000
+
+
+def named_inputs(goal: str, inputs: list[Path]) -> list[Path]:
+    """The inputs a goal names by file name ("In orders_2024.csv, how …"); all of them when it names none."""
+    named = [p for p in inputs if re.search(rf"(?<![\w.-]){re.escape(p.name)}(?![\w-])", goal)]
+    return named or list(inputs)
 
 
 def _profile(inputs: list[Path], max_chars: int) -> str:
@@ -97,7 +104,9 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     t, names = template(TEMPLATE), [p.name for p in inputs]
     user = t.section("user", goal=goal.goal, context=goal.context_summary or "(nothing yet)",
                      files="\n".join(f"- {n}" for n in names) or "(none)",
-                     profile=await asyncio.to_thread(_profile, inputs, profile_chars))
+                     # the tables of the files the goal names only: shown every table, the 1.5B model merged
+                     # them into one-table questions and failed (KeyError on a suffixed column, str vs int keys)
+                     profile=await asyncio.to_thread(_profile, named_inputs(goal.goal, inputs), profile_chars))
     if feedback:
         user += "\n\n" + t.section("review feedback", issues=feedback)
     messages = [{"role": "system", "content": t.section("system")}, {"role": "user", "content": user}]

@@ -42,7 +42,8 @@ class Section(BaseModel):
 class AnalystConfig(Section):
     max_turns: int = Field(10, ge=1, le=100, description="assistant turns before the analyst must stop (turns)")
     max_observation_chars: int = Field(4000, ge=200, description="interpreter output shown to the model per turn (characters)")
-    profile_chars: int = Field(2500, ge=500, description="budget for the workspace profile in the first prompt (characters)")
+    profile_chars: int = Field(2500, ge=500, description="budget for the workspace profile in the first prompt (characters; up to two "
+                                     "tables, each further table adds half of it, up to 1.6 times)")
     cell_timeout_s: float = Field(60.0, gt=0, description="wall-clock limit per code cell (seconds)")
     max_tokens_per_turn: int = Field(384, ge=64, description="completion budget per assistant turn (tokens). On the "
                                      "DABench dev run of 2026-11-30 the longest turn that ended by itself took 329 "

@@ -78,3 +78,22 @@ async def test_a_goal_that_never_runs_is_recorded_as_failed(scripted_llm, data: 
     assert ExecutionResult.model_validate_json((work / RESULT_FILE).read_text()).status == "failed"
     assert (work / "analyze_node2.py").read_text() == "raise ValueError('no')"
     assert "Failed after 2 attempt(s)" in (work / LOG_FILE).read_text()
+
+
+async def test_a_goal_naming_its_file_sees_only_that_files_tables(scripted_llm, data: Path, tmp_path: Path,
+                                                                 sandbox_config) -> None:
+    from worldsmith.agents.executor import named_inputs
+
+    (data / "stores.csv").write_text("store,region\n1,north\n2,south\n")
+    inputs = [data / "sales.csv", data / "stores.csv"]
+    assert named_inputs(GOAL.goal, inputs) == [data / "sales.csv"]
+    assert named_inputs("Compare the regions.", inputs) == inputs  # names no file: every table
+    assert named_inputs("Join sales.csv with stores.csv.", inputs) == inputs
+    assert named_inputs("Using big_sales.csv, …", inputs) == inputs  # a longer name is not sales.csv
+    script, llm = scripted_llm
+    script.queue(TURN, REPORT)
+    await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=inputs, sandbox=sandbox_config)
+    user = script.requests[0].messages[-1]["content"]
+    assert "- sales.csv\n- stores.csv" in user  # every input is still there to read by name
+    profile = user[user.index("The tables to use"):]
+    assert "## sales.csv" in profile and "## stores.csv" not in profile

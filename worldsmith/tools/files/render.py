@@ -15,6 +15,7 @@ from typing import Literal
 
 from worldsmith.prompts import template
 from worldsmith.tools.files.models import CandidateJoin, ColumnProfile, TableProfile, WorkspaceProfile
+from worldsmith.tools.files.parts import TableParts, table_parts
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,15 @@ def _respelled(joins: list[CandidateJoin]) -> list[str]:
     return out
 
 
+def _parts(g: TableParts) -> str:
+    notes = template("profile_notes.md")
+    renamed = "".join(notes.section("renamed in parts", new=new, old=old, table=label)
+                      for label, mapping in g.renames.items() for new, old in mapping.items())
+    call = g.concat()
+    return notes.section("parts of one table", tables=", ".join(g.labels), renamed=renamed,
+                         stack=notes.section("stack call", call=call) if call else notes.section("stack words"))
+
+
 def _render(ws: WorkspaceProfile, d: Detail) -> str:
     summary = (
         f"# Workspace: {len(ws.tables)} tables, {len(ws.documents)} documents, "
@@ -219,8 +229,14 @@ def _render(ws: WorkspaceProfile, d: Detail) -> str:
     )
     blocks = [] if d.compact else [summary]  # compact: each section below says what it lists
     blocks.extend(_table(t, d) for t in ws.tables)
-    # compact: a same-named column pair that shares no value is no join worth the tokens
-    joins = [j for j in ws.joins if not (d.compact and j.overlap_ratio == 0)]
+    groups = table_parts(ws.tables)
+    if groups:
+        blocks.append("\n".join(["## Parts of one table"] + [_parts(g) for g in groups]))
+    part_of = {label: i for i, g in enumerate(groups) for label in g.labels}
+    # compact: a same-named column pair that shares no value is no join worth the tokens; parts of one table are
+    # stacked, not joined
+    joins = [j for j in ws.joins if not (d.compact and j.overlap_ratio == 0)
+             and not (part_of.get(j.left.table_label, -1) == part_of.get(j.right.table_label, -2))]
     if joins and d.max_joins:
         plain = [j for j in joins if j.spellings is None]
         lines = ["## Candidate joins"] + _respelled([j for j in joins if j.spellings is not None])
