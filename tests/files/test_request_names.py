@@ -74,3 +74,23 @@ def test_the_task_turn_carries_the_notes_after_the_question(tmp_path: Path) -> N
     # what the notes say is true of the files (plain pandas): the 2024 file has no `amount`, customers no 'north'
     assert "amount" not in pd.read_csv(tmp_path / "orders_2024.csv").columns
     assert "north" not in set(pd.read_csv(tmp_path / "customers.csv")["region"])
+
+
+def test_when_one_table_holds_every_named_column_it_says_to_use_that_table_alone(tmp_path: Path) -> None:
+    (tmp_path / "trips.csv").write_text("trip_id,fare,km\nT-1,5,2\nT-2,9,4\n")
+    (tmp_path / "payments.csv").write_text("trip_id,tip\nTR1,1\nTR2,0\n")
+    (tmp_path / "drivers.csv").write_text("driver,city\n1,a\n")
+    ws = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True)
+    alone = "- Every column named above that exists is in trips.csv: compute from that table alone"
+    assert any(x.startswith(alone) for x in request_notes("Slope of `fare` on `km` over `trip_id`.", ws))
+    # `tip` lives in payments.csv only: two tables are needed, so no such line
+    assert not any("alone" in x for x in request_notes("Mean `tip` by `km`.", ws))
+
+
+def test_parts_of_one_table_count_as_that_table(tmp_path: Path) -> None:
+    _room(tmp_path)
+    ws = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True)
+    lines = request_notes("The total of `amount` over `order_id`.", ws)
+    # `amount` is only in orders_2023.csv (2024 calls it `amt`), but the yearly files are one table: name them all
+    assert "- Every column named above that exists is in orders_2023.csv, orders_2024.csv: compute from that " \
+           "table alone, without merging other tables." in lines

@@ -283,6 +283,8 @@ def columns_elsewhere(message: str, tables: Mapping[str, Sequence[str]]) -> list
 
 #: what an empty or unmatched merge prints: NaN, an empty frame, a (0, n) shape
 _EMPTY_RESULT = re.compile(r"\b(?:nan|NaN|NaT)\b|Empty DataFrame|Series\(\[\]|\(0, \d+\)")
+#: errors numpy/pandas/scipy raise on no rows (np.polyfit: "expected non-empty vector for x")
+_EMPTY_ERROR = re.compile(r"non-empty|zero-size array|empty (?:vector|array|sequence|DataFrame|Series)|of an empty")
 #: what pandas raises for `df[df.a > 1 & df.b == 2]` (& binds before the comparisons) or `and`/`or` on Series
 _BOOL_COMBINE = re.compile(r"unsupported operand type\(s\) for [&|]|'r?(?:and|or)_'"
                            r"|truth value of a (?:Series|DataFrame) is ambiguous")
@@ -356,7 +358,10 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
     if error and error.type == "KeyError" and (elsewhere := columns_elsewhere(error.message, facts.tables)):
         text += "\n" + feedback("column elsewhere", where=". ".join(elsewhere))
-    if not error and (merged := respelled_merges(code, getattr(result, "stdout", "") or "", facts.respelled)):
+    # what the cell showed of its rows: the output, or an error raised because there were none
+    shown = (getattr(result, "stdout", "") or "") if not error else \
+        ("nan" if _EMPTY_ERROR.search(f"{error.type}: {error.message}") else "")
+    if shown and (merged := respelled_merges(code, shown, facts.respelled)):
         text += "\n" + feedback("respelled merge", columns=", ".join(map(repr, merged)), column=merged[0],
                                 spellings="; ".join(facts.respelled[c] for c in merged))
     if error and (wrong := wrong_readers(code, facts.loads)):

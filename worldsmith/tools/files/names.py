@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 
 from worldsmith.prompts import template
 from worldsmith.tools.files.models import TableProfile, WorkspaceProfile
+from worldsmith.tools.files.parts import table_parts
 
 _CODE = re.compile(r"`([^`\n]{1,64})`")
 _NAME = re.compile(r"[A-Za-z_][\w .%-]*")
@@ -25,6 +26,7 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 MAX_TABLES = 4  # tables listed per name
 MAX_VALUES = 8  # values listed for a value a column does not hold
 MAX_DOC_LINES = 12
+MAX_NAMES = 12  # names placed per request (a long list of names would cost more prompt than it saves)
 
 
 def request_names(request: str) -> list[str]:
@@ -91,15 +93,24 @@ def _document_lines(ws: WorkspaceProfile, names: list[str]) -> list[str]:
 
 def request_notes(request: str, ws: WorkspaceProfile) -> list[str]:
     """Lines placing the request's names in the workspace (empty for one table and no documents, or no names)."""
-    names = request_names(request)
+    names = request_names(request)[:MAX_NAMES]
     if not names or (len(ws.tables) < 2 and not ws.documents):
         return []
     notes = template("profile_notes.md")
+    # parts of one table (yearly files, sheets) count as that one table
+    whole = {label: ", ".join(g.labels) for g in table_parts(ws.tables) for label in g.labels}
     out = []
+    holders: dict[str, set[str]] = {}
     for name in names:
         held = _holders(ws, name)
         if held:
             out.append(notes.section("name held", name=name, tables=_listed([t.label for t in held])))
+            holders[name] = {whole.get(t.label, t.label) for t in held}
         else:
             out.append(notes.section("name not held", name=name, closest=_closest(ws, name)))
+    # every named column in one table: that table alone answers (a merge only adds rows that can fail to match)
+    common = set.intersection(*holders.values()) if len(holders) >= 2 else set()
+    if common:
+        first = next(whole.get(t.label, t.label) for t in ws.tables if whole.get(t.label, t.label) in common)
+        out.append(notes.section("one table holds all", table=first))
     return out + _missing_values(ws, request) + _document_lines(ws, names)
