@@ -94,3 +94,12 @@ def test_parts_of_one_table_count_as_that_table(tmp_path: Path) -> None:
     # `amount` is only in orders_2023.csv (2024 calls it `amt`), but the yearly files are one table: name them all
     assert "- Every column named above that exists is in orders_2023.csv, orders_2024.csv: compute from that " \
            "table alone, without merging other tables." in lines
+
+
+def test_a_key_every_table_carries_does_not_pull_in_every_note(tmp_path: Path) -> None:
+    ws = profile_workspace(_room(tmp_path), as_mounted=True)
+    # `cust` is in three files, so the note about orders_2024.csv is not quoted for it (it never names `cust`)
+    lines = request_notes("Count rows per `cust`, and `amt`.", ws)
+    assert "- memo.md says: The export can repeat a record." in lines  # `amt`: one file, its note whole
+    lines = request_notes("Count rows per `cust` and `region`.", ws)
+    assert not any(x.startswith("- memo.md") for x in lines)

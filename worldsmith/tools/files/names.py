@@ -76,8 +76,11 @@ def _missing_values(ws: WorkspaceProfile, request: str) -> list[str]:
 
 
 def _document_lines(ws: WorkspaceProfile, names: list[str]) -> list[str]:
-    """Lines of the documents that mention a named column, or that sit in a note about a file holding one."""
-    files = {PurePosixPath(t.file).name for n in names for t in _holders(ws, n)}
+    """Lines of the documents that mention a named column, or that sit in a note about a file holding one that
+    few tables hold (a key every table carries says nothing about which notes matter)."""
+    holders = {n: _holders(ws, n) for n in names}
+    files = {PurePosixPath(t.file).name for held in holders.values() if len({t.file for t in held}) <= 2
+             for t in held}
     words = [re.compile(rf"(?<![\w]){re.escape(n)}(?![\w])") for n in names]
     notes = template("profile_notes.md")
     out: list[str] = []
