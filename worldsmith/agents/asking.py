@@ -77,6 +77,15 @@ def failed_call(index: int, exc: LLMOutputError, sent: list[dict[str, str]], tem
                      finish_reason="invalid")
 
 
+#: A reply longer than this goes back into the retry conversation cut (a runaway that hit max_tokens, sent back
+#: whole, pushed the profiler's retry past the model's context window: nothing was asked at all).
+RETRY_REPLY_CHARS = 4000
+
+
+def _clipped(reply: str) -> str:
+    return reply if len(reply) <= RETRY_REPLY_CHARS else reply[:RETRY_REPLY_CHARS] + " …[cut]"
+
+
 def retry_message(problems: list[str]) -> str:
     return template(RETRY_TEMPLATE).section("problems", problems="\n".join(f"- {p}" for p in problems))
 
@@ -112,5 +121,6 @@ async def ask(llm: Any, messages: list[dict[str, str]], schema: type[M], *, role
                 return out
             reply = value.model_dump_json()
         out.errors.extend(problems)
-        conversation += [{"role": "assistant", "content": reply}, {"role": "user", "content": retry_message(problems)}]
+        conversation += [{"role": "assistant", "content": _clipped(reply)},
+                         {"role": "user", "content": retry_message(problems)}]
     return out
