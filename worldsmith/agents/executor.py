@@ -101,12 +101,13 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     if max_script_attempts < 1:
         raise ValueError(f"executor: max_script_attempts must be at least 1, got {max_script_attempts}")
     workdir.mkdir(parents=True, exist_ok=True)
-    t, names = template(TEMPLATE), [p.name for p in inputs]
+    # the files the goal names only (all when it names none): shown every file of a data room, the 1.5B model
+    # read each one (read_csv on README.md) or merged them into one-table questions and failed (KeyError on a
+    # suffixed column, str vs int keys). The sandbox still mounts every input.
+    t, shown, names = template(TEMPLATE), named_inputs(goal.goal, inputs), [p.name for p in inputs]
     user = t.section("user", goal=goal.goal, context=goal.context_summary or "(nothing yet)",
-                     files="\n".join(f"- {n}" for n in names) or "(none)",
-                     # the tables of the files the goal names only: shown every table, the 1.5B model merged
-                     # them into one-table questions and failed (KeyError on a suffixed column, str vs int keys)
-                     profile=await asyncio.to_thread(_profile, named_inputs(goal.goal, inputs), profile_chars))
+                     files="\n".join(f"- {p.name}" for p in shown) or "(none)",
+                     profile=await asyncio.to_thread(_profile, shown, profile_chars))
     if feedback:
         user += "\n\n" + t.section("review feedback", issues=feedback)
     messages = [{"role": "system", "content": t.section("system")}, {"role": "user", "content": user}]

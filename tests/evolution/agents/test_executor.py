@@ -94,6 +94,7 @@ async def test_a_goal_naming_its_file_sees_only_that_files_tables(scripted_llm, 
     script.queue(TURN, REPORT)
     await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=inputs, sandbox=sandbox_config)
     user = script.requests[0].messages[-1]["content"]
-    assert "- sales.csv\n- stores.csv" in user  # every input is still there to read by name
+    listed = user[user.index("Input files"):user.index("The tables to use")]
+    assert "- sales.csv" in listed and "stores.csv" not in listed  # the goal's file only
     profile = user[user.index("The tables to use"):]
     assert "## sales.csv" in profile and "## stores.csv" not in profile
