@@ -210,8 +210,11 @@ async def test_a_key_only_another_table_has_names_the_tables_that_have_it(script
     assert "is a column of" not in final["trajectory"]["steps"][1]["observation"]
 
 
-async def test_a_merge_on_ids_spelled_differently_that_matched_nothing_says_how_to_merge(scripted,
-                                                                                         tmp_path: Path) -> None:
+# what the unmatched merge shows: pandas' NaN mean, or numpy's error when a fit gets no rows (no NaN printed)
+@pytest.mark.parametrize("use, shown", [("print(m['bp'].mean())", "nan"),
+                                        ("print(np.polyfit(m['treated'], m['bp'], 1)[0])", "Traceback")])
+async def test_a_merge_on_ids_spelled_differently_that_matched_nothing_says_how_to_merge(scripted, tmp_path: Path,
+                                                                                         use, shown) -> None:
     folder = tmp_path / "room"
     folder.mkdir()
     # by hand: visits spell patients P-00001.., the enrolment list PAT_1..: as written no row matches
@@ -219,14 +222,14 @@ async def test_a_merge_on_ids_spelled_differently_that_matched_nothing_says_how_
     (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
     script, make_rt = scripted
     naive = ("<think>merge</think><code>v = pd.read_csv('visits.csv')\ne = pd.read_csv('enrol.csv')\n"
-             "m = v.merge(e, on='patient_id')\nprint(m['bp'].mean())</code>")
+             f"m = v.merge(e, on='patient_id')\n{use}</code>")
     keyed = ("<think>merge on the number</think><code>for d in (v, e):\n"
              "    d['key'] = pd.to_numeric(d['patient_id'].astype(str).str.extract(r'(\\d+)', expand=False))\n"
              "m = v.merge(e, on='key')\nprint(len(m), m['bp'].mean())</code>")
     script.queue(naive, keyed, "<think>done</think><answer>@mean_amount[143.5]</answer>")
     final, _ = await _run(make_rt(), QUESTION, [folder / "visits.csv", folder / "enrol.csv"])
     first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
-    assert first.startswith("nan")  # the unmatched merge, as pandas prints it
+    assert first.startswith(shown)  # the unmatched merge, as pandas / numpy show it
     assert "merges on 'patient_id', which the tables spell differently" in first
     assert "visits.csv 'P-00001'" in first and "enrol.csv 'PAT_1'" in first
     # the note's recipe is what the second cell ran: every visit matched, mean bp 143.5 (141..146, by hand)
@@ -401,23 +404,3 @@ async def test_conditions_combined_without_parentheses_get_the_pandas_form(scrip
     assert "wrap each one in parentheses" in first and "Error" in first  # pandas' own error, then the note
     assert "wrap each one in parentheses" not in second and "Error" not in second
 
-
-async def test_a_merge_on_respelled_ids_that_left_no_rows_for_a_fit_says_how_to_merge(scripted, tmp_path: Path) -> None:
-    folder = tmp_path / "room"
-    folder.mkdir()
-    (folder / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{140 + i}\n" for i in range(1, 7)))
-    (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
-    script, make_rt = scripted
-    # no row matches, so np.polyfit raises on empty vectors (no NaN is printed): the note must still come
-    naive = ("<think>fit</think><code>v = pd.read_csv('visits.csv')\ne = pd.read_csv('enrol.csv')\n"
-             "m = v.merge(e, on='patient_id')\nprint(np.polyfit(m['treated'], m['bp'], 1)[0])</code>")
-    keyed = ("<think>merge on the number</think><code>for d in (v, e):\n"
-             "    d['key'] = pd.to_numeric(d['patient_id'].astype(str).str.extract(r'(\\d+)', expand=False))\n"
-             "m = v.merge(e, on='key')\nprint(len(m))</code>")
-    script.queue(naive, keyed, "<think>done</think><answer>@mean_amount[1.0]</answer>")
-    final, _ = await _run(make_rt(), QUESTION, [folder / "visits.csv", folder / "enrol.csv"])
-    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
-    assert second.startswith("6")  # the note's merge matches every visit (by hand)
-    assert "non-empty" in first  # numpy's own error
-    assert "merges on 'patient_id', which the tables spell differently" in first
-    assert "visits.csv 'P-00001'" in first and "enrol.csv 'PAT_1'" in first
