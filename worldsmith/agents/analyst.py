@@ -77,6 +77,13 @@ def task_files(files: list[str], max_chars: int, request: str = "") -> tuple[str
 MAX_BUDGET_SCALE = 1.6
 
 
+def opening_turn(question: str, files: list[str], profile_chars: int, names: list[str], hints: str = "") -> str:
+    """The task turn that opens a question: the file list, the question, the notes placing its names, the hints
+    and the answer format. The analyst graph and RL rollouts (training/rl_data.py) both open with it."""
+    profile, notes = task_files(files, profile_chars, question)
+    return user_prompt(question, profile, names, hints, notes)
+
+
 def few_shot_messages() -> list[dict[str, str]]:
     """A worked example as real conversation turns, rendered by the one grammar module."""
     out: list[dict[str, str]] = []
@@ -285,6 +292,27 @@ def columns_elsewhere(message: str, tables: Mapping[str, Sequence[str]]) -> list
 _EMPTY_RESULT = re.compile(r"\b(?:nan|NaN|NaT)\b|Empty DataFrame|Series\(\[\]|\(0, \d+\)")
 #: errors numpy/pandas/scipy raise on no rows (np.polyfit: "expected non-empty vector for x")
 _EMPTY_ERROR = re.compile(r"non-empty|zero-size array|empty (?:vector|array|sequence|DataFrame|Series)|of an empty")
+_MERGE_CALL = re.compile(r"\.merge\(|\bpd\.merge\(|\.join\(")
+
+
+def empty_merge(code: str, stdout: str, error: Any = None) -> bool:
+    """A cell that merges tables without rebuilding ids (no `extract`) and shows what an unmatched merge gives:
+    it prints NaN, an empty frame or no rows, or it failed on having no rows (`error`: the cell's ExecError).
+    Worth the data facts, to see whether its key is spelled differently."""
+    if not _MERGE_CALL.search(code) or "extract(" in code:
+        return False
+    if error is not None:
+        return bool(_EMPTY_ERROR.search(f"{error.type}: {error.message}"))
+    return bool(_EMPTY_RESULT.search(stdout))
+
+
+def respelled_merges(code: str, stdout: str, respelled: Mapping[str, str], error: Any = None) -> list[str]:
+    """The id columns an `empty_merge` cell names that the inputs spell differently (DataFacts.respelled)."""
+    if not respelled or not empty_merge(code, stdout, error):
+        return []
+    return [c for c in respelled if re.search(rf"""(['"]){re.escape(c)}\1""", code)]
+
+
 #: what pandas raises for `df[df.a > 1 & df.b == 2]` (& binds before the comparisons) or `and`/`or` on Series
 _BOOL_COMBINE = re.compile(r"unsupported operand type\(s\) for [&|]|'r?(?:and|or)_'"
                            r"|truth value of a (?:Series|DataFrame) is ambiguous")
@@ -294,20 +322,6 @@ def bool_combine_error(code: str, error: Any) -> bool:
     """A failed cell that combined conditions with &, |, `and` or `or` and got pandas' precedence/truth error."""
     return (error is not None and bool(_BOOL_COMBINE.search(f"{error.type}: {error.message}"))
             and bool(re.search(r"[&|]|\band\b|\bor\b", code)))
-_MERGE_CALL = re.compile(r"\.merge\(|\bpd\.merge\(|\.join\(")
-
-
-def empty_merge(code: str, stdout: str) -> bool:
-    """A cell that merges tables without rebuilding ids (no `extract`) and prints what an unmatched merge gives
-    (NaN, an empty frame, no rows): worth the data facts, to see whether its key is spelled differently."""
-    return bool(_MERGE_CALL.search(code)) and "extract(" not in code and bool(_EMPTY_RESULT.search(stdout))
-
-
-def respelled_merges(code: str, stdout: str, respelled: Mapping[str, str]) -> list[str]:
-    """The id columns an `empty_merge` cell names that the inputs spell differently (DataFacts.respelled)."""
-    if not respelled or not empty_merge(code, stdout):
-        return []
-    return [c for c in respelled if re.search(rf"""(['"]){re.escape(c)}\1""", code)]
 
 
 #: a pandas reader called on a quoted path: pd.read_csv("data/x.xlsx", ...)
@@ -358,10 +372,7 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
     if error and error.type == "KeyError" and (elsewhere := columns_elsewhere(error.message, facts.tables)):
         text += "\n" + feedback("column elsewhere", where=". ".join(elsewhere))
-    # what the cell showed of its rows: the output, or an error raised because there were none
-    shown = (getattr(result, "stdout", "") or "") if not error else \
-        ("nan" if _EMPTY_ERROR.search(f"{error.type}: {error.message}") else "")
-    if shown and (merged := respelled_merges(code, shown, facts.respelled)):
+    if merged := respelled_merges(code, getattr(result, "stdout", "") or "", facts.respelled, error):
         text += "\n" + feedback("respelled merge", columns=", ".join(map(repr, merged)), column=merged[0],
                                 spellings="; ".join(facts.respelled[c] for c in merged))
     if error and (wrong := wrong_readers(code, facts.loads)):

@@ -394,11 +394,10 @@ def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple
     hints = "\n".join(h.strip() for h in (category, state.get("hints") or "") if h.strip())
     user_templates = (agent.USER_TEMPLATE, agent.HINTS_TEMPLATE) if category else (agent.USER_TEMPLATE,)
     if not state.get("messages"):
-        profile_text, notes = agent.task_files(state.get("files", []), profile_chars, state["question"])
         new.append(_msg("system", agent.system_prompt(), "system", agent.SYSTEM_TEMPLATE))
         new.extend({**m, "source": "example", "templates": agent.versions(agent.EXAMPLE_TEMPLATE)}
                    for m in agent.few_shot_messages())
-        user_prompt = agent.user_prompt(state["question"], profile_text, names, hints, notes)
+        user_prompt = agent.opening_turn(state["question"], state.get("files", []), profile_chars, names, hints)
     else:
         user_prompt = agent.user_prompt(state["question"], "", names, hints)
     new.append(_msg("user", user_prompt, "task", *user_templates))

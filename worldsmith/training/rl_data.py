@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldsmith.agents import analyst
-from worldsmith.agents.analyst import category_hints, few_shot_messages, system_prompt, user_prompt
+from worldsmith.agents.analyst import category_hints, few_shot_messages, opening_turn, system_prompt
 from worldsmith.core.schemas import Task
 from worldsmith.graphs.solve import task_files
 
@@ -33,12 +32,10 @@ class RLDataStats:
 def task_prompt(task: Task, profile_chars: int = 4000) -> list[dict[str, str]]:
     """The messages that open the analyst on `task` (the same texts the analyst graph sends)."""
     files = task_files(task)
-    profile, notes = analyst.task_files([str(f) for f in files], profile_chars, task.instruction)
     names = task.deliverable.answer_names or [a.name for a in task.answers]
     categories = [task.category, *task.tags] if task.category else task.tags
-    return [{"role": "system", "content": system_prompt()}, *few_shot_messages(),
-            {"role": "user", "content": user_prompt(task.instruction, profile, names, category_hints(categories),
-                                                    notes)}]
+    turn = opening_turn(task.instruction, [str(f) for f in files], profile_chars, names, category_hints(categories))
+    return [{"role": "system", "content": system_prompt()}, *few_shot_messages(), {"role": "user", "content": turn}]
 
 
 def expert_index(rows: Iterable[Mapping[str, Any]]) -> dict[str, Expert]:

@@ -75,10 +75,11 @@ def _missing_values(ws: WorkspaceProfile, request: str) -> list[str]:
     return out
 
 
-def _document_lines(ws: WorkspaceProfile, names: list[str]) -> list[str]:
-    """Lines of the documents that mention a named column, or that sit in a note about a file holding one that
-    few tables hold (a key every table carries says nothing about which notes matter)."""
-    holders = {n: _holders(ws, n) for n in names}
+def _document_lines(ws: WorkspaceProfile, holders: dict[str, list[TableProfile]]) -> list[str]:
+    """Lines of the documents that mention a named column (`holders`: each name → the tables holding it), or that
+    sit in a note about a file holding one that few tables hold (a key every table carries says nothing about
+    which notes matter)."""
+    names = list(holders)
     files = {PurePosixPath(t.file).name for held in holders.values() if len({t.file for t in held}) <= 2
              for t in held}
     words = [re.compile(rf"(?<![\w]){re.escape(n)}(?![\w])") for n in names]
@@ -103,17 +104,16 @@ def request_notes(request: str, ws: WorkspaceProfile) -> list[str]:
     # parts of one table (yearly files, sheets) count as that one table
     whole = {label: ", ".join(g.labels) for g in table_parts(ws.tables) for label in g.labels}
     out = []
-    holders: dict[str, set[str]] = {}
-    for name in names:
-        held = _holders(ws, name)
+    holders = {name: _holders(ws, name) for name in names}
+    for name, held in holders.items():
         if held:
             out.append(notes.section("name held", name=name, tables=_listed([t.label for t in held])))
-            holders[name] = {whole.get(t.label, t.label) for t in held}
         else:
             out.append(notes.section("name not held", name=name, closest=_closest(ws, name)))
     # every named column in one table: that table alone answers (a merge only adds rows that can fail to match)
-    common = set.intersection(*holders.values()) if len(holders) >= 2 else set()
+    wholes = [{whole.get(t.label, t.label) for t in held} for held in holders.values() if held]
+    common = set.intersection(*wholes) if len(wholes) >= 2 else set()
     if common:
         first = next(whole.get(t.label, t.label) for t in ws.tables if whole.get(t.label, t.label) in common)
         out.append(notes.section("one table holds all", table=first))
-    return out + _missing_values(ws, request) + _document_lines(ws, names)
+    return out + _missing_values(ws, request) + _document_lines(ws, holders)
