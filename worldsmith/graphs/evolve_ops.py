@@ -39,6 +39,7 @@ from worldsmith.core.grading import normalise_text
 from worldsmith.core.schemas import ModelCall
 from worldsmith.core.store import ArtifactError, atomic_write_text, read_model
 from worldsmith.core.workspace_types import FINAL_STATUSES, Node
+from worldsmith.evolution.ideas import question_ideas
 from worldsmith.evolution.modes import (
     OfflineWebSearch,
     node_of,
@@ -119,36 +120,6 @@ def table_lines(files: Any, max_chars: int = 2500) -> str:
     return "\n".join(lines)
 
 
-#: starting points the director may pick from, per table (at most this many in all)
-MAX_IDEAS = 24
-MIN_IDEA_ROWS = 30
-
-
-def question_ideas(files: Any, limit: int = MAX_IDEAS) -> list[str]:
-    """One-table questions the data can answer, from the column types alone: a numeric measure compared across a
-    category, two numeric columns correlated, a measure's monthly trend. Offered to the director as starting
-    points (a small model asked for new questions otherwise repeats the ones it has seen); never asked as such."""
-    per_table: list[list[str]] = []
-    for t in sorted(files.tables, key=lambda t: -t.n_rows):  # the big tables first; a stub of a few rows says little
-        if t.n_rows < MIN_IDEA_ROWS:
-            continue
-        cols = [c for c in t.columns if c.null_rate < 0.5]
-        nums = [c.name for c in cols if c.semantic_type == "numeric"]
-        cats = [c.name for c in cols if c.semantic_type in ("categorical", "bool") and 2 <= c.n_unique <= 12]
-        dates = [c.name for c in cols if c.semantic_type == "datetime"]
-        ideas = [f"In {t.label}, how does the mean {n} differ across {c}?" for n in nums[:3] for c in cats[:2]]
-        ideas += [f"In {t.label}, how strongly are {a} and {b} correlated?"
-                  for i, a in enumerate(nums[:3]) for b in nums[i + 1:3]]
-        ideas += [f"In {t.label}, how does the monthly mean of {n} change over {d}?" for n in nums[:2] for d in dates[:1]]
-        per_table.append(ideas)
-    out: list[str] = []
-    while len(out) < limit and any(per_table):  # round-robin, so every table is represented
-        for ideas in per_table:
-            if ideas and len(out) < limit:
-                out.append(ideas.pop(0))
-    return out
-
-
 def table_columns(files: Any) -> dict[str, list[str]]:
     """Each table of the folder (its label) → its column names."""
     return {t.label: [c.name for c in t.columns] for t in files.tables}
@@ -160,7 +131,8 @@ async def profile_root(llm: Any, data_dir: Path) -> tuple[ProfilerOutput, dict[s
     from worldsmith.tools.files.profile import profile_workspace
 
     files = await asyncio.to_thread(profile_workspace, data_dir)
-    tables = {"text": table_lines(files), "columns": table_columns(files), "ideas": question_ideas(files)}
+    tables = {"text": table_lines(files), "columns": table_columns(files),
+              "ideas": await asyncio.to_thread(question_ideas, files, root=data_dir)}
     out = await traced("profiler", profile(llm, files))
     if out.value is None:
         return fallback_profile(files), tables, tokens_of(out.calls), [
