@@ -121,6 +121,8 @@ async def ask(llm: Any, messages: list[dict[str, str]], schema: type[M], *, role
                 return out
             reply = value.model_dump_json()
         out.errors.extend(problems)
-        conversation += [{"role": "assistant", "content": _clipped(reply)},
-                         {"role": "user", "content": retry_message(problems)}]
+        # only the latest failed reply goes back: with every earlier one kept, two runaways (a reply of digits is
+        # a token a character) pushed the third ask past the model's context, and it was never asked at all
+        conversation = [dict(m) for m in messages] + [{"role": "assistant", "content": _clipped(reply)},
+                                                      {"role": "user", "content": retry_message(problems)}]
     return out
