@@ -82,3 +82,24 @@ def test_a_worlds_truth_sheet(tmp_path: Path) -> None:
     assert edges["discount_pct->amount"] == -1 and edges["income->amount"] == 1 and edges["segment->basket_size"] == 0
     assert {"amount", "discount_pct", "returned"} <= set(sheet.variables)
     assert all(isinstance(p.value, float) for p in sheet.phenomena) and sheet.phenomena
+
+
+@pytest.mark.parametrize(("text", "sign"), [
+    ("The correlation between basket_size and amount in the 2023 orders is 0.8294.", 1),  # a year is no coefficient
+    ("Pearson r between income and amount: -0.42 (n = 1,200).", -1),
+    ("The correlation of amount with discount_pct is \u22120.31.", -1),  # a typographic minus
+    ("Amount and income correlate at r=.05", 1),
+    ("The correlation between amount and income is 1.0 in 2024.", 0),  # no number strictly inside (-1, 1)
+    ("Mean amount is 0.5 higher; no correlation was computed. Income is 0.3.", 0),  # another sentence's number
+])
+def test_a_correlation_coefficients_sign(text: str, sign: int) -> None:
+    from worldsmith.evolution.truth import coefficient_sign
+
+    assert coefficient_sign(text) == sign
+
+
+def test_a_coefficient_without_direction_words_is_checked_by_its_sign() -> None:
+    m = match_finding("f9", "The correlation between income and amount is 0.61.", SHEET)
+    assert (m.verdict, m.matched) == ("correct", "income->amount")  # rediscovered: the sign is the planted one
+    m = match_finding("f10", "The correlation between discount_pct and amount is 0.12.", SHEET)
+    assert (m.verdict, m.matched) == ("wrong", "discount_pct->amount")  # planted negative

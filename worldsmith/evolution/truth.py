@@ -6,7 +6,8 @@ A finding is checked against
   tolerance of the canonical value (a fraction written as a percent counts): correct, and the phenomenon counts as
   rediscovered;
 - a planted edge when it names the edge's target and one of its sources: correct when it states no direction, or
-  the edge's direction (see :func:`direction`), and the edge counts as rediscovered when it states that
+  the edge's direction (see :func:`direction`; without a direction word, the sign of a correlation coefficient it
+  gives, see :func:`coefficient_sign`), and the edge counts as rediscovered when it states that
   direction; wrong when it states the opposite direction (or any direction for an edge with none).
 Anything else is unchecked: the matcher does not guess, and precision is over the checked findings only (the
 report says how many were unchecked). A finding that names a phenomenon's measure and a number but misses its
@@ -92,6 +93,23 @@ def direction(text: str) -> int:
     return 1 if up else 0
 
 
+_CORRELATION = re.compile(r"\b(?:correlat\w*|pearson|spearman)\b", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.])([-−]?(?:\d+\.\d+|\.\d+|\d+))(?![\w.])")
+
+
+def coefficient_sign(text: str) -> int:
+    """The sign of the first correlation coefficient a statement gives after the word ('the correlation between
+    basket_size and amount in the 2023 orders is 0.83' is +1): the first number in (-1, 1), other than 0, in
+    the same sentence. 0 when there is none."""
+    for m in _CORRELATION.finditer(text):
+        clause = re.split(r"[.;](?!\d)", text[m.end():], maxsplit=1)[0]
+        for raw in _NUMBER.findall(clause):
+            value = float(raw.replace("−", "-"))
+            if 0 < abs(value) < 1:
+                return 1 if value > 0 else -1
+    return 0
+
+
 def _near(value: float, numbers: list[float], p: PlantedPhenomenon) -> bool:
     rule = Tolerant(abs=p.abs, rel=p.rel if (p.rel or p.abs) else DEFAULT_REL)
     return any(rule.numbers(value, n) or rule.numbers(value * 100, n) for n in numbers)
@@ -103,7 +121,7 @@ def match_finding(finding_id: str, statement: str, sheet: TruthSheet) -> TruthMa
         if _mentions(statement, p.variables[0]) and _near(p.value, numbers, p):
             return TruthMatch(finding=finding_id, verdict="correct", matched=p.id,
                               reason=f"states {p.id} = {p.value:g} within tolerance")
-    said = direction(statement)
+    said = direction(statement) or coefficient_sign(statement)
     for e in sheet.edges:
         if not (_mentions(statement, e.target) and any(_mentions(statement, s) for s in e.sources)):
             continue
