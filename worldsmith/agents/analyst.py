@@ -324,6 +324,21 @@ def bool_combine_error(code: str, error: Any) -> bool:
             and bool(re.search(r"[&|]|\band\b|\bor\b", code)))
 
 
+#: what pandas raises for `.dt` on a column of text (dates read from CSV/JSON are strings until parsed)
+_TEXT_DATES = re.compile(r"Can only use \.dt accessor with datetimelike values")
+
+
+def pandas_notes(code: str, error: Any) -> str:
+    """Notes for two pandas slips a small model repeats as written, however often the error comes back: conditions
+    combined without parentheses (or with `and`/`or`), and `.dt` on a column of text dates. '' otherwise."""
+    text = ""
+    if bool_combine_error(code, error):
+        text += "\n" + feedback("combined conditions")
+    if error is not None and _TEXT_DATES.search(f"{error.type}: {error.message}"):
+        text += "\n" + feedback("text dates")
+    return text
+
+
 #: a pandas reader called on a quoted path: pd.read_csv("data/x.xlsx", ...)
 _READ_CALL = re.compile(r"\b(?:pd|pandas)\.(read_\w+)\(\s*[rf]?(['\"])(.+?)\2")
 
@@ -359,7 +374,7 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
     data's spelling of a near-miss column name and, for a column only some tables have, those tables and the
     others' columns; for a file read with the wrong pandas reader, its exact load call; for a merge on ids the
     tables spell differently that matched nothing, how to merge them; for conditions combined without parentheses
-    (or with `and`/`or`), how pandas wants them; for a cell cut off at the turn's token budget (`cut_off_at`), that
+    (or with `and`/`or`) and for `.dt` on text dates, how pandas wants them (:func:`pandas_notes`); for a cell cut off at the turn's token budget (`cut_off_at`), that
     it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
@@ -377,8 +392,7 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
                                 spellings="; ".join(facts.respelled[c] for c in merged))
     if error and (wrong := wrong_readers(code, facts.loads)):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
-    if bool_combine_error(code, error):
-        text += "\n" + feedback("combined conditions")
+    text += pandas_notes(code, error)
     if error:
         text += "\n" + feedback("code failed")
     elif not text.strip():

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide, files_profile, frame_columns_note
+from worldsmith.agents.analyst import decide, files_profile, frame_columns_note, pandas_notes
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -127,7 +127,8 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
         script = d.turn.action.content
         with tempfile.TemporaryDirectory(prefix="executor-") as tmp:
             run = await run_script(script, inputs, sandbox, Path(tmp), timeout_s)
-            observation = run.to_observation(OBSERVATION_CHARS) + frame_columns_note(run)
+            observation = (run.to_observation(OBSERVATION_CHARS) + frame_columns_note(run)
+                           + pandas_notes(script, run.error))
             log.add(f"Attempt {attempt}: script", script, "python")
             log.add(f"Attempt {attempt}: output", observation)
             if run.ok and parse_results(run.stdout):

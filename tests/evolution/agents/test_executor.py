@@ -98,3 +98,25 @@ async def test_a_goal_naming_its_file_sees_only_that_files_tables(scripted_llm, 
     assert "- sales.csv" in listed and "stores.csv" not in listed  # the goal's file only
     profile = user[user.index("The tables to use"):]
     assert "## sales.csv" in profile and "## stores.csv" not in profile
+
+
+async def test_dt_on_text_dates_gets_the_parse_call(scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    """`.dt` on dates read from a CSV fails (they are text); the retry says how to parse them, and the fixed
+    script's monthly means are pandas' own."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "orders.csv").write_text("date,amount\n2024-01-03,10\n2024-01-20,30\n2024-02-05,50\n")
+    script, llm = scripted_llm
+    cell = ("import pandas as pd\ndf = pd.read_csv('orders.csv')\n{fix}"
+            "m = df.groupby(df['date'].dt.month)['amount'].mean()\n"
+            "print(f'RESULT jan = {{m[1]}}')\nprint(f'RESULT feb = {{m[2]}}')")
+    parse = "df['date'] = pd.to_datetime(df['date'])\n"
+    script.queue(f"<think>x</think><code>{cell.format(fix='')}</code>",
+                 f"<think>x</think><code>{cell.format(fix=parse)}</code>",
+                 {**REPORT, "conclusion": "January averaged 20 and February 50."})
+    goal = GoalPackage(goal="Using orders.csv, compute the mean amount by month.")
+    out = await execute(llm, goal, node=2, workdir=tmp_path / "n2", inputs=[data / "orders.csv"],
+                        sandbox=sandbox_config)
+    retry = script.requests[1].last_user
+    assert "AttributeError" in retry and "pd.to_datetime(" in retry and "dates as text" in retry
+    assert out.value.status == "completed" and out.value.numbers == {"jan": 20.0, "feb": 50.0}  # (10+30)/2, 50
