@@ -237,3 +237,23 @@ async def test_question_ideas_are_offered_in_the_prompt(scripted_llm) -> None:
                  ideas=["In sales.csv, how does the mean amount differ across region?"])
     prompt = script.requests[0].messages[-1]["content"]
     assert "nobody has asked yet" in prompt and "- In sales.csv, how does the mean amount differ across region?" in prompt
+
+
+async def test_a_direction_on_another_nodes_finding_takes_that_node_as_parent(scripted_llm) -> None:
+    """Parent n0 (the initial workspace) with depends_on f1, a verified finding of n1: read as an expansion of n1,
+    not refused ('f1 is not a verified finding of node n0' stalled a whole round of an embedded run)."""
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n0",
+                               "directions": [direction("How do south's units split by sale size?")]}})
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
+    assert out.errors == [] and out.value.decision.parent == "n1"
+    assert out.value.decision.directions[0].depends_on == "f1"
+
+
+async def test_a_direction_on_an_unverified_finding_is_still_refused(scripted_llm) -> None:
+    script, llm = scripted_llm
+    bad = {"decision": {"kind": "expansion", "parent": "n0",
+                        "directions": [direction("Why did north fall?", depends_on="f2")]}}
+    script.queue(bad, bad, bad)
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
+    assert out.value is None and "depends_on 'f2' is not a verified finding of node 'n0'" in out.errors[0]
