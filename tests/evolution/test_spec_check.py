@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,6 +14,7 @@ from worldsmith.core.answer_spec import AnswerFacets
 from worldsmith.evolution.spec_check import spec_mismatch, spec_value
 
 ROWS = {"region": ["E", "E", "N", "N", "N"], "income": [100.0, 300.0, 10.0, 20.0, None],
+        "spend": [12.0, 28.0, 1.0, 3.0, 5.0],
         "date": ["2023-01-05", "2023-06-01", "2023-02-01", "2024-03-01", "2023-03-01"]}
 
 
@@ -57,8 +59,41 @@ def test_a_window_on_a_column_without_dates_is_named(root: Path) -> None:
 
 
 def test_quantities_it_does_not_compute_are_left_to_the_lint(root: Path) -> None:
-    slope = spec(quantity="slope", x={"variable": "income", "files": ["data/crm.csv"]})
-    assert spec_value(slope, root) == (None, []) and spec_mismatch(slope, root, 1.0) == []
+    lagged = spec(quantity="lagged_correlation", x={"variable": "spend", "files": ["data/crm.csv"]}, lag="1 month")
+    assert spec_value(lagged, root) == (None, []) and spec_mismatch(lagged, root, 1.0) == []
+    elsewhere = spec(quantity="correlation", x={"variable": "spend", "files": ["data/other.csv"]})
+    assert spec_value(elsewhere, root) == (None, [])  # x in another file: a join this module does not guess
+
+
+# the four rows with both numbers (the fifth income is blank), by hand
+INCOME, SPEND = np.array([100.0, 300.0, 10.0, 20.0]), np.array([12.0, 28.0, 1.0, 3.0])
+
+
+def test_correlations_and_slopes_of_two_columns_are_computed(root: Path) -> None:
+    x = {"variable": "spend", "files": ["data/crm.csv"]}
+    corr = spec(quantity="correlation", x=x, scale="coefficient")
+    assert spec_value(corr, root)[0] == pytest.approx(np.corrcoef(INCOME, SPEND)[0, 1])
+    slope = spec(quantity="slope", x=x)
+    assert spec_value(slope, root)[0] == pytest.approx(np.polyfit(SPEND, INCOME, 1)[0])  # income on spend
+    assert "not the printed 0.5" in spec_mismatch(corr, root, 0.5)[0]
+    assert spec_value(spec(quantity="correlation", x={"variable": "nope", "files": ["data/crm.csv"]}), root)[1] == [
+        "x `nope` is not a column of data/crm.csv"]
+
+
+def test_a_correlation_without_x_and_window_is_completed_from_the_data(root: Path) -> None:
+    """The embedded task writer wrote a correlation with no x and an open window, three times: the one column
+    whose correlation with the measure is the printed number becomes x, and the window all dates."""
+    from worldsmith.evolution.spec_check import repaired
+
+    r = float(np.corrcoef(INCOME, SPEND)[0, 1])
+    slipped = spec(name="corr", quantity="correlation", scale="coefficient", window={"all_dates": False})
+    assert spec_problems(slipped, "corr", ["data/crm.csv"]) == [
+        "answer spec 'corr': a correlation needs the other variable (x)",
+        "answer spec 'corr': time window is open (give dates or say all dates)"]
+    fixed = repaired(slipped, root, "corr", r)
+    assert fixed is not None and fixed.x.variable == "spend" and fixed.window.all_dates
+    assert spec_problems(fixed, "corr", ["data/crm.csv"], root=root, value=r) == []
+    assert repaired(slipped, root, "corr", 0.123) is None  # no column gives 0.123: nothing is guessed
 
 
 def test_the_two_common_slips_are_repaired_from_the_data_only_when_the_number_then_matches(root: Path) -> None:

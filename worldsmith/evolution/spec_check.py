@@ -3,8 +3,9 @@
 The task writer's spec passes the lint when no facet is left open, but an open-ended model can close a facet
 wrongly: a per-group mean specified without its group filter, a "time window" on a column that holds no dates.
 For the quantities a spec pins down with plain table operations (mean, count, a difference of means over two
-sides) this module computes the spec's value from the files with pandas and says when it is not the number the
-evolution script printed. Other quantities (slopes, correlations, shares, ...) are left to the lint.
+sides, and the Pearson correlation or least-squares slope of two columns of one file) this module computes the
+spec's value from the files with pandas and says when it is not the number the evolution script printed. Other
+quantities (shares, lagged correlations, ...) are left to the lint.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from worldsmith.core.answer_spec import AnswerFacets, Filter, Window
+from worldsmith.core.answer_spec import AnswerFacets, Filter, Measure, Window
 from worldsmith.tools.files.readers import read_table
 
 #: quantities computed here; anything else is not checked
-CHECKED = ("mean", "count", "difference")
+CHECKED = ("mean", "count", "difference", "correlation", "slope")
 _ORDER = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 
 
@@ -74,8 +75,22 @@ def _filtered(df: pd.DataFrame, filters: list[Filter], window: Window | None) ->
 def _value(df: pd.DataFrame, facets: AnswerFacets) -> float | None:
     if facets.quantity == "count":
         return float(len(df))
+    if facets.quantity in ("correlation", "slope"):
+        return _pair(df, facets.measure.variable, facets.x.variable, facets.quantity) if facets.x else None
     col = pd.to_numeric(df[facets.measure.variable], errors="coerce").dropna()
     return float(col.mean()) if len(col) else None
+
+
+def _pair(df: pd.DataFrame, y: str, x: str, quantity: str) -> float | None:
+    """Pearson r of y and x, or the least-squares slope of y on x, over the rows where both are numbers."""
+    both = pd.DataFrame({"y": pd.to_numeric(df[y], errors="coerce"), "x": pd.to_numeric(df[x], errors="coerce")}
+                        ).dropna()
+    if len(both) < 3 or both["x"].nunique() < 2:
+        return None
+    if quantity == "correlation":
+        r = both["y"].corr(both["x"])
+        return None if math.isnan(r) else float(r)
+    return float(both["x"].cov(both["y"]) / both["x"].var())
 
 
 def spec_value(facets: AnswerFacets, root: Path) -> tuple[float | None, list[str]]:
@@ -89,6 +104,12 @@ def spec_value(facets: AnswerFacets, root: Path) -> tuple[float | None, list[str
         return None, []
     if facets.quantity != "count" and facets.measure.variable not in df.columns:
         return None, [f"measure `{facets.measure.variable}` is not a column of {facets.measure.files[0]}"]
+    if facets.quantity in ("correlation", "slope"):
+        x = facets.x
+        if x is None or x.files != facets.measure.files:  # no x (the lint says so) or x in another file: unchecked
+            return None, []
+        if x.variable not in df.columns:
+            return None, [f"x `{x.variable}` is not a column of {facets.measure.files[0]}"]
     base, problems = _filtered(df, facets.filters, facets.window)
     if problems:
         return None, problems
@@ -123,11 +144,20 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
     """The spec with the two slips a small model makes most, fixed from the data — or None when that does not make
     it compute the printed number: a time window on a column that holds no dates becomes "all dates" (the lint
     already required one), and a per-group value named after its group (`mean_E`) gets the filter on the one column
-    of the measure's file that holds that group label. Accepted only when the result reproduces the number."""
+    of the measure's file that holds that group label; a correlation or slope without its x gets the one column
+    that gives the printed number, and an open window becomes "all dates" when the spec then computes the
+    number. Accepted only when the result reproduces the number."""
     fixed = facets
     w = facets.window
     if w is not None and not w.all_dates and any("time window column" in p for p in spec_value(facets, root)[1]):
         fixed = fixed.model_copy(update={"window": Window(all_dates=True)})
+    if fixed.quantity in ("correlation", "slope") and fixed.x is None:
+        fixed = _with_x(fixed, root, printed) or fixed
+    if w is not None and not w.all_dates and not (w.column and (w.start or w.end)):
+        # an open window (the lint refuses it): all dates, when the spec then computes the printed number
+        open_filled = fixed.model_copy(update={"window": Window(all_dates=True)})
+        if spec_value(open_filled, root)[0] is not None and not spec_mismatch(open_filled, root, printed):
+            return open_filled
     if not spec_mismatch(fixed, root, printed):
         return fixed if fixed is not facets else None
     if fixed.filters or fixed.quantity not in ("mean", "count") or len(fixed.measure.files) != 1:
@@ -147,3 +177,25 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
         if not spec_mismatch(candidate, root, printed):
             return candidate
     return None
+
+
+def _with_x(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets | None:
+    """A correlation or slope written without its other variable: the one numeric column of the measure's file
+    whose value with the measure is the printed number (None when no column, or more than one, gives it)."""
+    if len(facets.measure.files) != 1:
+        return None
+    try:
+        df = _table(root, facets.measure.files[0])
+    except (OSError, ValueError, KeyError):
+        return None
+    if facets.measure.variable not in df.columns:
+        return None
+    hits = []
+    for c in df.columns:
+        if c == facets.measure.variable:
+            continue
+        candidate = facets.model_copy(update={"x": Measure(variable=str(c), files=list(facets.measure.files))})
+        value, problems = spec_value(candidate, root)
+        if value is not None and not problems and math.isclose(value, printed, rel_tol=1e-3, abs_tol=1e-6):
+            hits.append(candidate)
+    return hits[0] if len(hits) == 1 else None
