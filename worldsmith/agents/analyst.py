@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -50,13 +50,14 @@ def system_prompt(extra: str | None = None) -> str:
 PRELUDE = template(PRELUDE_TEMPLATE).text
 
 
-def files_profile(files: list[str], max_chars: int) -> str:
+def files_profile(files: list[str], max_chars: int, only: Collection[str] = ()) -> str:
     """The file list of the task turn: each input's exact load call, schema and a few rows, as the sandbox
-    mounts it (by base name, and under a plain alias when the name is awkward)."""
-    return task_files(files, max_chars)[0]
+    mounts it (by base name, and under a plain alias when the name is awkward). `only`: file base names; when
+    some table's file is one of them, only those tables are shown (a goal naming files inside a folder input)."""
+    return task_files(files, max_chars, only=only)[0]
 
 
-def task_files(files: list[str], max_chars: int, request: str = "") -> tuple[str, str]:
+def task_files(files: list[str], max_chars: int, request: str = "", only: Collection[str] = ()) -> tuple[str, str]:
     """The task turn's file list (`max_chars` for up to two tables, more for more: MAX_BUDGET_SCALE), and its
     notes placing the names the request writes in backticks: which tables hold each, a quoted value a column
     lacks, what the documents say about them (tools/files/names.py; empty for one table and no documents)."""
@@ -68,6 +69,9 @@ def task_files(files: list[str], max_chars: int, request: str = "") -> tuple[str
     from worldsmith.tools.files.names import request_notes
 
     ws = profile_workspace([Path(f) for f in files], as_mounted=True)
+    if named := [t for t in ws.tables if Path(t.file).name in set(only)]:
+        ws.tables = named
+        ws.joins = [j for j in ws.joins if {j.left.file, j.right.file} <= {t.file for t in named}]
     budget = int(max_chars * min(MAX_BUDGET_SCALE, max(1.0, len(ws.tables) / 2)))  # more tables, more room
     return ws.to_prompt(max_chars=budget, compact=True), "\n".join(request_notes(request, ws))
 

@@ -45,13 +45,20 @@ def named_inputs(goal: str, inputs: list[Path]) -> list[Path]:
     return named or list(inputs)
 
 
-def _profile(inputs: list[Path], max_chars: int) -> str:
+def named_files(goal: str, inputs: list[Path]) -> set[str]:
+    """Base names of the files under folder inputs that the goal names (a task's `data/` folder holding
+    orders_2023.csv for "… in the orders_2023.csv file")."""
+    inside = {f.name for p in inputs if p.is_dir() for f in p.rglob("*") if f.is_file()}
+    return {n for n in inside if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", goal)}
+
+
+def _profile(inputs: list[Path], max_chars: int, only: set[str] | None = None) -> str:
     """The inputs' tables as the analyst sees them: the exact load call, the columns and a few rows of each
-    (a small model that guesses column names writes scripts that fail)."""
+    (a small model that guesses column names writes scripts that fail). `only`: file base names to keep."""
     tables = [p for p in inputs if p.is_file() or p.is_dir()]
     if not tables:
         return "(none)"
-    return files_profile([str(p) for p in tables], max_chars)
+    return files_profile([str(p) for p in tables], max_chars, only=only or ())
 
 
 def script_name(node: str | int) -> str:
@@ -107,7 +114,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     t, shown, names = template(TEMPLATE), named_inputs(goal.goal, inputs), [p.name for p in inputs]
     user = t.section("user", goal=goal.goal, context=goal.context_summary or "(nothing yet)",
                      files="\n".join(f"- {p.name}" for p in shown) or "(none)",
-                     profile=await asyncio.to_thread(_profile, shown, profile_chars))
+                     profile=await asyncio.to_thread(_profile, shown, profile_chars, named_files(goal.goal, shown)))
     if feedback:
         user += "\n\n" + t.section("review feedback", issues=feedback)
     messages = [{"role": "system", "content": t.section("system")}, {"role": "user", "content": user}]

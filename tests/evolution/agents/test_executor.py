@@ -120,3 +120,21 @@ async def test_dt_on_text_dates_gets_the_parse_call(scripted_llm, tmp_path: Path
     retry = script.requests[1].last_user
     assert "AttributeError" in retry and "pd.to_datetime(" in retry and "dates as text" in retry
     assert out.value.status == "completed" and out.value.numbers == {"jan": 20.0, "feb": 50.0}  # (10+30)/2, 50
+
+
+async def test_a_goal_naming_a_file_inside_a_folder_input_sees_only_that_table(scripted_llm, data: Path,
+                                                                              tmp_path: Path, sandbox_config) -> None:
+    """A dual-evidence solver gets the task's data/ folder as its one input: the goal's file is profiled, with
+    its path as mounted (data/sales.csv), and the other tables are not (the solvers merged them and failed)."""
+    (data / "stores.csv").write_text("store,region\n1,north\n2,south\n")
+    script, llm = scripted_llm
+    script.queue(TURN.replace("'sales.csv'", "'data/sales.csv'"), REPORT)
+    await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=[data], sandbox=sandbox_config)
+    profile = script.requests[0].messages[-1]["content"]
+    profile = profile[profile.index("The tables to use"):]
+    assert 'pd.read_csv("data/sales.csv")' in profile and "stores.csv" not in profile
+    script.queue(TURN.replace("'sales.csv'", "'data/sales.csv'"), REPORT)
+    await execute(llm, GoalPackage(goal="Compare the regions."), node=2, workdir=tmp_path / "n2", inputs=[data],
+                  sandbox=sandbox_config)
+    every = script.requests[-2].messages[-1]["content"]
+    assert "data/stores.csv" in every and "data/sales.csv" in every  # a goal naming no file sees every table
