@@ -6,7 +6,10 @@ numbers than `execution_result.json` records, or does not print a number the con
 unsupported without asking the model. Only a reproduced claim goes to the model, which proposes one alternative
 check (run in the same fresh sandbox; a check that does not run goes back once with its error) and judges it.
 A model that gives no usable plan or judgement leaves the claim unsupported: an unchecked finding must not reach
-training data.
+training data. Two deterministic rules bracket the judge: a check that lands on the claim's numbers (1%) supports
+it without a judgement, and a judge's "unsupported" is overruled when every number the check printed is on the
+claim's side of zero and within 25% of a recorded number (another statistic of the same thing does not overturn
+it).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ SAME_NUMBER = Tolerant(abs=1e-9, rel=1e-6)
 CHECK_ATTEMPTS = 2
 #: an alternative check that lands this close to the claim's numbers agrees with it
 AGREE = Tolerant(abs=1e-9, rel=0.01)
+#: ... and one this close, on the same side of zero, does not overturn it (another statistic of the same thing)
+NOT_OVERTURNED = Tolerant(abs=1e-9, rel=0.25)
 
 
 class FalsificationPlan(BaseModel):
@@ -140,6 +145,22 @@ def agreement(claimed: dict[str, float], check_stdout: str) -> bool:
         any(AGREE.numbers(v, c) for c in claimed.values()) for v in printed.values())
 
 
+def not_overturned(claimed: dict[str, float], check_stdout: str) -> str:
+    """Why an alternative check cannot overturn the claim, or '': it printed RESULT values and every one has the
+    sign of, and lies within 25% of, a number the script recorded (a Spearman -0.21 against a Pearson -0.20, a
+    median against a mean). The 1.5B judge called such checks falsifications (3 of 4 rejections in two embedded
+    runs); a check that lands next to the claim is no evidence against it."""
+    printed = parse_results(check_stdout)
+    if not printed or not claimed:
+        return ""
+    near = {k: next((c for c in claimed.values() if (v > 0) == (c > 0) and v != 0 and NOT_OVERTURNED.numbers(c, v)),
+                    None) for k, v in printed.items()}
+    if any(c is None for c in near.values()):
+        return ""
+    return "; ".join(f"the check's {k} = {printed[k]:.6g} is on the side of and within 25% of the recorded "
+                     f"{c:.6g}" for k, c in near.items())
+
+
 async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script: str, rerun: ExecResult, sb: Any,
                    inputs: list[Path], role: str, retries: int, timeout_s: float | None) -> Outcome[Verdict]:
     t, used = template(TEMPLATE), versions(TEMPLATE)
@@ -191,6 +212,11 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
                             issues=["the model gave no usable judgement: " + "; ".join(judged.errors[-2:])])
         return out
     j = judged.value
+    if j.verdict == "unsupported" and (why := not_overturned(result.numbers, check.stdout if check.ok else "")):
+        out.value = Verdict(verdict="supported", ground_truth=result.conclusion.strip(), reproduced=True,
+                            falsification=falsification,
+                            issues=[f"the judge's 'unsupported' was overruled: {why}", *j.issues][:3])
+        return out
     out.value = Verdict(verdict=j.verdict, ground_truth=j.ground_truth.strip() if j.verdict != "unsupported" else "",
                         issues=j.issues, condition_dependencies=j.condition_dependencies, reproduced=True,
                         falsification=falsification)

@@ -29,6 +29,17 @@ def _nonempty(v: str) -> str:
 Text = Annotated[str, AfterValidator(_nonempty)]  # a required, non-blank string
 
 
+def _clip(n: int) -> BeforeValidator:
+    return BeforeValidator(lambda v: v[:n] if isinstance(v, str) else v)
+
+
+#: Free text a model writes is capped the same way: the JSON schema says maxLength, so a grammar-constrained small
+#: model cannot loop inside one string (the 1.5B profiler repeated one overview sentence to its 1,536-token budget,
+#: in every embedded run), and a longer string from another endpoint is cut, not refused.
+Overview = Annotated[str, _clip(700), AfterValidator(_nonempty), Field(max_length=700)]
+Note = Annotated[str, _clip(300), Field(max_length=300)]
+
+
 def _first(n: int) -> BeforeValidator:
     return BeforeValidator(lambda v: v[:n] if isinstance(v, list) else v)
 
@@ -58,13 +69,13 @@ class Relation(Model):
 class WorkspaceProfile(Model):
     """The profiler's reading of a workspace (the deterministic file profiles are its input)."""
 
-    overview: Text = Field(description="2-4 sentences: what the workspace is about")
+    overview: Overview = Field(description="2-4 sentences: what the workspace is about")
     artifacts: Annotated[list[Artifact], Cap12] = Field(min_length=1, max_length=12)
     relations: Annotated[list[Relation], Cap6] = Field(default_factory=list, max_length=6,
                                                        description="joins and links between files")
-    usage_notes: Annotated[list[str], Cap6] = Field(default_factory=list, max_length=6,
+    usage_notes: Annotated[list[Note], Cap6] = Field(default_factory=list, max_length=6,
                                                     description="how the files are meant to be used")
-    hazards: Annotated[list[str], Cap6] = Field(default_factory=list, max_length=6,
+    hazards: Annotated[list[Note], Cap6] = Field(default_factory=list, max_length=6,
                                                 description="defects an analyst must handle (missing values, "
                                "duplicates, unit drift, inconsistent ids, ...)")
 

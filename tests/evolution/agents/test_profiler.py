@@ -77,3 +77,17 @@ def test_a_relation_may_name_a_file_without_its_extension_when_that_is_unambiguo
     assert _file_of("orders_2023.csv.acct_ref", known) == "orders_2023.csv"
     assert _file_of("notes.id", known) is None  # two files share the stem: ambiguous
     assert _file_of("customers.id", known) is None
+
+
+async def test_free_text_is_capped_in_the_grammar_and_cut_from_other_endpoints(scripted_llm, data: Path) -> None:
+    """The embedded profiler looped one overview sentence to its token budget: the schema the model is held to
+    says maxLength, and a longer overview (an endpoint without grammars) is cut, not refused."""
+    script, llm = scripted_llm
+    looping = {**GOOD, "workspace": {**GOOD["workspace"], "overview": "The workspace includes hazards. " * 200,
+                                     "hazards": ["missing values " * 100]}}
+    script.queue(looping)
+    out = await profile(llm, profile_workspace(data))
+    assert out.ok and len(out.value.workspace.overview) <= 700 and len(out.value.workspace.hazards[0]) <= 300
+    sent = script.requests[0].schema
+    ws = sent["$defs"]["WorkspaceProfile"]["properties"]
+    assert ws["overview"]["maxLength"] == 700 and ws["hazards"]["items"]["maxLength"] == 300

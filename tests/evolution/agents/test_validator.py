@@ -242,3 +242,31 @@ async def test_a_plan_without_a_code_block_is_asked_again_then_leaves_the_claim_
                          sandbox=sandbox_config)
     assert out.value.verdict == "unsupported" and "no falsification check could be obtained" in out.value.issues[0]
     assert len(out.calls) == 2 and "Your check did not run" in script.requests[1].last_user
+
+
+def test_a_check_next_to_the_claim_cannot_overturn_it() -> None:
+    from worldsmith.agents.validator import not_overturned
+
+    pearson = {"correlation": -0.1950}  # the embedded run: Pearson -0.195, the check's Spearman -0.2126
+    assert "within 25%" in not_overturned(pearson, "RESULT correlation_spearman = -0.2126")
+    assert not_overturned(pearson, "RESULT correlation_spearman = 0.2126") == ""  # the other side of zero
+    assert not_overturned(pearson, "RESULT correlation_spearman = -0.30") == ""  # 54% away
+    assert not_overturned(pearson, "RESULT a = -0.2\nRESULT b = 5.0") == ""  # every printed number must be near
+    assert not_overturned(pearson, "no RESULT lines") == ""
+
+
+async def test_an_unsupported_judgement_on_a_check_next_to_the_claim_is_overruled(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    total = south_total(data)  # 70
+    result = node(tmp_path / "n1", f"South sold {total:g} in total.", {"south_total": total})
+    allowance = plan("the total after a 10% returns allowance",
+                     "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                     "print(f\"RESULT net = {df[df.region == 'south'].amount.sum() * 0.9}\")")
+    script.queue(allowance, {"verdict": "unsupported", "issues": ["the net total differs from 70"]})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    v = out.value
+    assert v.verdict == "supported" and v.ground_truth == f"South sold {total:g} in total."
+    assert v.issues[0].startswith("the judge's 'unsupported' was overruled: the check's net = 63")
+    assert v.issues[1] == "the net total differs from 70"  # the judge's words stay on record
