@@ -150,8 +150,8 @@ class _Checker:
         return DirectorOutput(decision=decision.model_copy(update={"directions": kept[: self.k]}))
 
     def normalised(self, out: DirectorOutput) -> DirectorOutput:
-        """A direction builds on its parent's verified finding: when every direction names a verified finding of one
-        other eligible node, that node is the parent; when the parent has exactly one finding, every direction's
+        """A direction builds on its parent's verified finding: when every direction names a verified finding of
+        another node, the first one's node (if eligible) is the parent; when the parent has exactly one finding, every direction's
         depends_on that names no finding is that finding (small models write the node id, '1', for 'f1')."""
         decision = out.decision
         if isinstance(decision, Composition):
@@ -159,12 +159,13 @@ class _Checker:
             if sources == decision.sources:
                 return out
             return DirectorOutput(decision=decision.model_copy(update={"sources": sources}))
-        owners = {self.findings[d.depends_on].node_id if d.depends_on in self.findings else None
-                  for d in decision.directions}
-        if len(owners) == 1 and (owner := owners.pop()) not in (None, decision.parent) and owner in self.eligible:
-            # every direction builds on a verified finding of one other eligible node: that node is the parent
-            # it meant (the 1.5B model kept the initial workspace as parent while naming a node's finding)
-            return DirectorOutput(decision=decision.model_copy(update={"parent": owner}))
+        owners = [self.findings[d.depends_on].node_id if d.depends_on in self.findings else None
+                  for d in decision.directions]
+        if owners and None not in owners and decision.parent not in owners and owners[0] in self.eligible:
+            # every direction builds on a verified finding of another node: the first one's node is the parent it
+            # meant (the 1.5B model kept the initial workspace as parent while naming nodes' findings); directions
+            # on a third node's finding are then refused, and salvage keeps the rest
+            return DirectorOutput(decision=decision.model_copy(update={"parent": owners[0]}))
         own = [f for f in self.findings.values() if f.node_id == decision.parent]
         if len(own) != 1 or all(d.depends_on in self.finding_ids for d in decision.directions):
             return out

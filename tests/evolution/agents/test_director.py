@@ -257,3 +257,17 @@ async def test_a_direction_on_an_unverified_finding_is_still_refused(scripted_ll
     script.queue(bad, bad, bad)
     out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
     assert out.value is None and "depends_on 'f2' is not a verified finding of node 'n0'" in out.errors[0]
+
+
+async def test_directions_on_two_other_nodes_findings_keep_the_first_ones_node(scripted_llm) -> None:
+    """Root as parent, one direction on f1 (node n1) and one on f3 (node n3): read as an expansion of n1; the f3
+    direction cannot build on n1 and is dropped by salvage, so the round still plans the first."""
+    script, llm = scripted_llm
+    reply = {"decision": {"kind": "expansion", "parent": "n0", "directions": [
+        direction("How do south's units split by sale size?"),
+        direction("Is the mean sale stable over time?", depends_on="f3")]}}
+    script.queue(reply, reply, reply)
+    out = await direct(llm, COMPOSABLE, WS, DOMAIN, seen=lambda q: False)
+    d = out.value.decision
+    assert d.parent == "n1" and [x.depends_on for x in d.directions] == ["f1"]
+    assert "depends_on 'f3' is not a verified finding of node 'n1'" in out.errors[0]
