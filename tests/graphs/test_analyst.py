@@ -404,3 +404,21 @@ async def test_conditions_combined_without_parentheses_get_the_pandas_form(scrip
     assert "wrap each one in parentheses" in first and "Error" in first  # pandas' own error, then the note
     assert "wrap each one in parentheses" not in second and "Error" not in second
 
+
+
+async def test_a_conversation_that_outgrows_the_context_ends_on_record(scripted, sales_csv: Path) -> None:
+    """The embedded model refused a prompt of 8,297 tokens for its 8,192 context in a rejection sample, and the
+    exception ended the whole task synthesis. Now the question ends there, with its status and the reason."""
+    from worldsmith.llm.errors import LLMContextError
+
+    def too_long(req):
+        raise LLMContextError("llm.default.n_ctx: prompt too long (Requested tokens (8297) exceed context window "
+                              "of 8192)")
+
+    script, make_rt = scripted
+    script.queue("<think>load</think><code>df = pd.read_csv('sales.csv')\nprint(df.amount.mean())</code>", too_long)
+    final, events = await _run(make_rt(), QUESTION, [sales_csv])
+    traj = final["trajectory"]
+    assert traj["status"] == "context_full" and "8297" in traj["error"] and traj["final_answer"] is None
+    assert len(traj["steps"]) == 1 and traj["steps"][0]["execution"]["ok"]  # the first turn is kept as it ran
+    assert any(e.get("type") == "feedback" and "context" in e.get("text", "") for e in events)

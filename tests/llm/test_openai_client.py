@@ -279,3 +279,19 @@ def test_fake_server_streams_and_lists_models(fake_openai: FakeOpenAI) -> None:
     text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert text == "Hello from the fake server."
     client.close()
+
+
+@pytest.mark.parametrize(("message", "context"), [
+    ("This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.", True),  # OpenAI, vLLM
+    ("the request exceeds the available context size, try increasing it", True),  # llama-server
+    ("response_format type 'json_object' is not supported by this server", False),
+])
+def test_a_prompt_over_the_context_is_a_context_error(fake_openai: FakeOpenAI, make_llm, message: str,
+                                                      context: bool) -> None:
+    from worldsmith.llm.errors import LLMContextError
+
+    fake_openai.enqueue(Action(status=400, error=message))
+    llm = make_llm(fake_openai.endpoint(), cache=False)
+    with pytest.raises(LLMRequestError, match="HTTP 400") as info:
+        llm.complete(MSG)
+    assert isinstance(info.value, LLMContextError) == context

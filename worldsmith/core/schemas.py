@@ -310,10 +310,11 @@ class Trajectory(Model):
     graded_answer: str | None = Field(None, description="what the grader sees: final_answer after `postprocess` "
                                                         "(None in records older than this field: grade final_answer)")
     deliverables: list[str] = Field(default_factory=list)
-    status: Literal["answered", "unsupported", "max_turns", "error", "running"] = Field(
+    status: Literal["answered", "unsupported", "max_turns", "context_full", "error", "running"] = Field(
         "running", description="unsupported: answered, but a blocking guard still fired on the final answer (no "
                                "successful cell touched the data, or it copies the worked example); graded wrong, "
-                               "never trains")
+                               "never trains. context_full: the conversation outgrew the model's context before "
+                               "an answer (`error` says by how much)")
     error: str | None = None
     guards: list[GuardFiring] = Field(default_factory=list, description="every guard that fired, in order")
     grades: list[Grade] = Field(default_factory=list)

@@ -26,6 +26,7 @@ from worldsmith.agents import analyst as agent
 from worldsmith.agents import answer_guards as guards
 from worldsmith.core.schemas import ExecSummary, GuardFiring, ModelCall, PostProcess, RecordedMessage, Step, Trajectory
 from worldsmith.graphs.runtime import GraphRuntime, context, emit
+from worldsmith.llm.errors import LLMContextError
 from worldsmith.tools.grammar import render_observation
 
 ROLE = "agent"
@@ -103,8 +104,12 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     if turn == cfg.max_turns - 1 and turn > 0:
         extra.append(_msg("user", agent.last_turn_nudge(), "nudge", agent.FEEDBACK_TEMPLATE))
     sent = list(state["messages"]) + extra
-    d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
-                           temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
+    try:
+        d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
+                               temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
+    except LLMContextError as exc:  # a longer conversation cannot fit either: the question ends here, on record
+        emit({"type": "feedback", "text": f"the conversation no longer fits the model's context ({exc})"})
+        return {"status": "context_full", "error": str(exc), "pending": None}
     call_index = len(state.get("calls", [])) - state.get("q_first_call", 0)
     dropped: list[ModelCall] = []
     known = _known_mistakes(state) if cfg.repeat_resamples else None  # off by default: nothing to build per turn
@@ -193,7 +198,8 @@ def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_fi
 def route_after_act(state: AnalystState) -> Literal["execute", "check", "act", "finalize"]:
     pending = state.get("pending")
     if pending is None:
-        return "finalize" if state.get("turn", 0) >= state["max_turns"] else "act"
+        return "finalize" if state.get("turn", 0) >= state["max_turns"] or state.get("status") == "context_full" \
+            else "act"
     return "execute" if pending["action"]["kind"] == "code" else "check"
 
 
@@ -338,7 +344,8 @@ async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[
         answers = [s["index"] for s in state.get("steps", [])[state.get("q_first_step", 0):]
                    if (s.get("action") or {}).get("kind") == "answer"]
         blocked = bool(answers) and guards.blocks(g["kind"] for g in question_guards if g["step"] == answers[-1])
-        status = ("unsupported" if blocked else "answered") if state.get("final_answer") else "max_turns"
+        status = ("unsupported" if blocked else "answered") if state.get("final_answer") else \
+            "context_full" if status == "context_full" else "max_turns"
     steps = [Step.model_validate(s) for s in state.get("steps", [])[state.get("q_first_step", 0):]]
     calls = [ModelCall.model_validate(c) for c in state.get("calls", [])[state.get("q_first_call", 0):]]
     msgs = state.get("messages", [])
@@ -352,7 +359,7 @@ async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[
         system_prompt=system, user_prompt=user, steps=steps, calls=calls, final_answer=state.get("final_answer"),
         postprocess=[PostProcess.model_validate(p) for p in state.get("postprocessed") or []],
         graded_answer=state.get("graded_answer") if state.get("final_answer") else None,
-        status=status, guards=[GuardFiring.model_validate(g) for g in question_guards],
+        status=status, error=state.get("error"), guards=[GuardFiring.model_validate(g) for g in question_guards],
         prompt_tokens=sum(s.prompt_tokens for s in steps),
         completion_tokens=sum(s.completion_tokens for s in steps),
         time_s=round(time.time() - state.get("started", time.time()), 3),

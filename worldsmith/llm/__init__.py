@@ -11,12 +11,13 @@ Written once, async (``acomplete``, ``astructured``, ``aembed``); the sync metho
 from worldsmith.llm.accounting import RoleUsage
 from worldsmith.llm.client import LLM
 from worldsmith.llm.config import EndpointConfig, LLMConfig
-from worldsmith.llm.errors import (LLMConfigError, LLMError, LLMOutputError, LLMRequestError,
+from worldsmith.llm.errors import (LLMConfigError, LLMContextError, LLMError, LLMOutputError, LLMRequestError,
                                    LLMUnavailableError)
 from worldsmith.llm.types import Completion, Message, StructuredResult, TokenLogprob, TokenUsage
 
 __all__ = [
     "LLM", "LLMConfig", "EndpointConfig", "Completion", "Message", "TokenUsage", "TokenLogprob", "StructuredResult",
     "RoleUsage",
-    "LLMError", "LLMConfigError", "LLMUnavailableError", "LLMRequestError", "LLMOutputError",
+    "LLMError", "LLMConfigError", "LLMUnavailableError", "LLMRequestError", "LLMContextError",
+    "LLMOutputError",
 ]

@@ -15,7 +15,7 @@ def error_kind(exc: BaseException) -> str:
     kind = getattr(exc, "kind", None)
     if isinstance(kind, str):
         return kind
-    for cls, name in ((LLMOutputError, "output"), (LLMRequestError, "request"), (LLMConfigError, "config"),
+    for cls, name in ((LLMOutputError, "output"), (LLMContextError, "context"), (LLMRequestError, "request"), (LLMConfigError, "config"),
                       (LLMUnavailableError, "unavailable")):
         if isinstance(exc, cls):
             return name
@@ -71,6 +71,11 @@ class LLMAuthError(LLMFatalError, LLMConfigError):
 
 class LLMRequestError(LLMError):
     """The endpoint rejected the request itself (HTTP 400 and similar); retrying will not help."""
+
+
+class LLMContextError(LLMRequestError):
+    """The prompt does not fit the model's context window: a longer conversation will not fit either, so a caller
+    that grows one (the analyst's turns) ends it here instead of failing the whole run."""
 
 
 class LLMOutputError(LLMError):

@@ -80,7 +80,9 @@ def event_to_message(event: dict[str, Any]) -> ChatMessage | None:
                 "content": f"{FINAL_ANSWER_HEADING}\n\n{str(event.get('text', '')).strip()}{note}"}
     if kind == "done":
         status = event.get("status") or "unknown"
-        hint = " — the turn limit was reached; ask again or raise analyst.max_turns" if status == "max_turns" else ""
+        hint = {"max_turns": " — the turn limit was reached; ask again or raise analyst.max_turns",
+                "context_full": " — the conversation outgrew the model's context; start a new chat, or raise "
+                                "llm.default.n_ctx (embedded) or use a model with a longer context"}.get(status, "")
         return {"role": "assistant", "content": f"{STOPPED_HEADING}\n\nstatus: `{status}`{hint}"}
     return None
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.llm.embeddings import EMBEDDING_MODELS, check_local_model, load_local_model
-from worldsmith.llm.errors import LLMRequestError, LLMUnavailableError
+from worldsmith.llm.errors import LLMContextError, LLMRequestError, LLMUnavailableError
 from worldsmith.llm.models import INSTALL_HINT, REGISTRY, ModelSpec, ensure_model, get_spec, missing_packages
 from worldsmith.llm.providers.base import Provider
 from worldsmith.llm.types import ProviderRequest, RawCompletion, RawEmbedding
@@ -201,7 +201,7 @@ class EmbeddedProvider(Provider):
             resp = m.llama.create_chat_completion(**kw)
         except ValueError as exc:
             if "context window" in str(exc):
-                raise LLMRequestError(
+                raise LLMContextError(
                     f"{self.key_path(req.role, 'n_ctx')}: prompt too long for the context of "
                     f"{self.cfg.model!r} ({exc}); shorten the prompt or raise n_ctx"
                 ) from None

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import openai
 
-from worldsmith.llm.errors import (LLMAuthError, LLMConfigError, LLMRequestError, LLMUnavailableError,
+from worldsmith.llm.errors import (LLMAuthError, LLMConfigError, LLMContextError, LLMRequestError, LLMUnavailableError,
                                    TransientError)
 from worldsmith.llm.providers.base import Provider
 from worldsmith.llm.retry import parse_retry_after
@@ -244,7 +244,15 @@ class OpenAIProvider(Provider):
                 f"{self.key_path(role, 'model')}: model {self.cfg.model!r} not found at {where} (HTTP 404: {detail}); "
                 f"check the model name and {self.key_path(role, 'base_url')}"
             )
+        if status == 400 and _CONTEXT.search(detail):  # vLLM, SGLang, OpenAI and llama-server word it so
+            return LLMContextError(f"{self.key_path(role, 'model')}: the prompt does not fit the context of "
+                                   f"{self.cfg.model!r} at {where} (HTTP 400: {detail})")
         return LLMRequestError(f"{where} rejected the request for role {role!r} (HTTP {status}: {detail})")
+
+
+#: a 400 that says the prompt is longer than the model's context
+_CONTEXT = re.compile(r"context[ _]length|context window|maximum context|exceeds? the (?:[\w']+ ){0,2}context|"
+                      r"too many tokens|prompt is too long", re.IGNORECASE)
 
 
 def _logprobs(choice: Any) -> list[TokenLogprob] | None:
