@@ -131,11 +131,13 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
             out.errors.append(error)
             messages.append({"role": "user", "content": t.section("script failed", observation=error)})
             continue
+        repeated = d.turn.action.content.strip() == script.strip()  # greedy decoding rewrites a failed script as is
         script = d.turn.action.content
         with tempfile.TemporaryDirectory(prefix="executor-") as tmp:
             run = await run_script(script, inputs, sandbox, Path(tmp), timeout_s)
             observation = (run.to_observation(OBSERVATION_CHARS) + frame_columns_note(run)
-                           + pandas_notes(script, run.error))
+                           + pandas_notes(script, run.error)
+                           + ("\n" + t.section("repeated script") if repeated and not run.ok else ""))
             log.add(f"Attempt {attempt}: script", script, "python")
             log.add(f"Attempt {attempt}: output", observation)
             if run.ok and parse_results(run.stdout):

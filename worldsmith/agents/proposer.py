@@ -26,9 +26,23 @@ _DANGLING = re.compile(r"\b(?:the parent(?: node)?|previous (?:step|node|analysi
                        r"that finding|this finding|node [\w-]+)\b", re.IGNORECASE)
 
 
-def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: list[str]) -> list[str]:
-    """Why a goal package is unusable; `required`: the findings the direction itself builds on."""
+def _files_named(text: str, files: list[str]) -> list[str]:
+    """The workspace files a text names by their base name."""
+    names = {f.rsplit("/", 1)[-1] for f in files}
+    return sorted(n for n in names if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", text))
+
+
+def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: list[str], *, question: str = "",
+                  files: list[str] | None = None) -> list[str]:
+    """Why a goal package is unusable; `required`: the findings the direction itself builds on. With the
+    direction's `question` and the workspace's `files`: a goal naming files the question (which names some) does
+    not — the 1.5B proposer turned "In orders_2024.csv, …" into "… using the crm.xlsx and orders_2024.csv files",
+    and the executor merged on a key one table lacks, three times."""
     problems = []
+    asked = _files_named(question, files or [])
+    if asked and (extra := [f for f in _files_named(goal.goal, files or []) if f not in asked]):
+        problems.append(f"the question uses {', '.join(asked)} only; the goal also names {', '.join(extra)}: keep "
+                        "to the question's files")
     if m := _DANGLING.search(goal.goal):
         problems.append(f"the goal must stand on its own; it refers to {m.group(0)!r}, which the analyst cannot see")
     unknown = [d for d in goal.depends_on if d not in findings]
@@ -60,4 +74,5 @@ async def propose(llm: Any, direction: Direction | Composition, findings: list[F
                     mode=mode, work_mode=work_mode, question=question, why=direction.why,
                     findings="\n".join(f"- {f.id}: {f.statement}" for f in usable.values()) or "(none yet)")}]
     return await ask(llm, messages, GoalPackage, role=role, templates=versions(TEMPLATE),
-                     check=lambda g: goal_problems(g, usable, required), retries=retries)
+                     check=lambda g: goal_problems(g, usable, required, question=question,
+                                                   files=[a.path for a in workspace.artifacts]), retries=retries)

@@ -138,3 +138,15 @@ async def test_a_goal_naming_a_file_inside_a_folder_input_sees_only_that_table(s
                   sandbox=sandbox_config)
     every = script.requests[-2].messages[-1]["content"]
     assert "data/stores.csv" in every and "data/sales.csv" in every  # a goal naming no file sees every table
+
+
+async def test_a_failed_script_written_again_is_called_a_repeat(scripted_llm, data: Path, tmp_path: Path,
+                                                               sandbox_config) -> None:
+    script, llm = scripted_llm
+    broken = "<think>x</think>\n<code>\nimport pandas as pd\nprint(pd.read_csv('sales.csv')['revenue'].sum())\n</code>"
+    script.queue(broken, broken, TURN, REPORT)
+    out = await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.attempts == 3
+    assert "same script as your previous attempt" not in script.requests[1].last_user  # the first failure
+    assert "same script as your previous attempt" in script.requests[2].last_user  # written again as it was

@@ -58,3 +58,18 @@ async def test_a_composition_goal_must_depend_on_every_source(scripted_llm) -> N
     assert out.errors == ["depends_on must include ['f2']: the direction builds on them"]
     sources = [m.source for m in out.calls[1].messages]
     assert sources == ["system", "task", "model", "feedback"] and not any(m.trainable for m in out.calls[1].messages)
+
+
+def test_a_goal_naming_files_the_question_does_not_is_sent_back() -> None:
+    from worldsmith.agents.proposer import goal_problems
+    from worldsmith.core.evolution_schemas import GoalPackage
+
+    files = ["crm.xlsx", "orders_2024.csv", "memos/crm.md"]
+    question = "In orders_2024.csv, how does the monthly mean of amt change over date?"
+    widened = GoalPackage(goal="Compute the monthly mean of amount using the crm.xlsx and orders_2024.csv files.")
+    assert goal_problems(widened, {}, [], question=question, files=files) == [
+        "the question uses orders_2024.csv only; the goal also names crm.xlsx: keep to the question's files"]
+    kept = GoalPackage(goal="Compute the monthly mean of amt over date in orders_2024.csv.")
+    assert goal_problems(kept, {}, [], question=question, files=files) == []
+    # a question naming no file leaves the goal free to name any
+    assert goal_problems(widened, {}, [], question="How do orders relate to customers?", files=files) == []
