@@ -73,3 +73,15 @@ def test_a_goal_naming_files_the_question_does_not_is_sent_back() -> None:
     assert goal_problems(kept, {}, [], question=question, files=files) == []
     # a question naming no file leaves the goal free to name any
     assert goal_problems(widened, {}, [], question="How do orders relate to customers?", files=files) == []
+
+
+def test_numbers_of_the_question_and_file_names_are_not_claims() -> None:
+    from worldsmith.agents.proposer import goal_problems
+    from worldsmith.core.evolution_schemas import GoalPackage
+
+    goal = GoalPackage(goal="Compute the mean basket_size by channel in orders_2024.csv.",
+                       context_summary="The 2024 orders are in orders_2024.csv; their mean basket is 2.46.")
+    files = ["orders_2024.csv"]
+    problems = goal_problems(goal, {}, [], question="In orders_2024.csv, how does the mean basket_size differ?",
+                             files=files)
+    assert problems == ["the context summary states 2.46, which no finding in depends_on states"]  # 2024: a name
