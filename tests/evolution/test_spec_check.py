@@ -94,6 +94,11 @@ def test_a_correlation_without_x_and_window_is_completed_from_the_data(root: Pat
     assert fixed is not None and fixed.x.variable == "spend" and fixed.window.all_dates
     assert spec_problems(fixed, "corr", ["data/crm.csv"], root=root, value=r) == []
     assert repaired(slipped, root, "corr", 0.123) is None  # no column gives 0.123: nothing is guessed
+    # the embedded writer's last spec: no x and a dated window on a column the file does not have
+    dated = spec(name="corr", quantity="correlation", scale="coefficient",
+                 window={"column": "order_date", "start": "2023-01-01", "end": "2023-12-31"})
+    fixed = repaired(dated, root, "corr", r)
+    assert fixed is not None and fixed.x.variable == "spend" and fixed.window.all_dates
 
 
 def test_the_two_common_slips_are_repaired_from_the_data_only_when_the_number_then_matches(root: Path) -> None:

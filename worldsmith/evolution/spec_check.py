@@ -196,6 +196,9 @@ def _with_x(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets | 
             continue
         candidate = facets.model_copy(update={"x": Measure(variable=str(c), files=list(facets.measure.files))})
         value, problems = spec_value(candidate, root)
+        if any("time window column" in p for p in problems):  # a window on no date column: all dates, as above
+            candidate = candidate.model_copy(update={"window": Window(all_dates=True)})
+            value, problems = spec_value(candidate, root)
         if value is not None and not problems and math.isclose(value, printed, rel_tol=1e-3, abs_tol=1e-6):
             hits.append(candidate)
     return hits[0] if len(hits) == 1 else None
