@@ -157,8 +157,8 @@ def not_overturned(claimed: dict[str, float], check_stdout: str) -> str:
                     None) for k, v in printed.items()}
     if any(c is None for c in near.values()):
         return ""
-    return "; ".join(f"the check's {k} = {printed[k]:.6g} is on the side of and within 25% of the recorded "
-                     f"{c:.6g}" for k, c in near.items())
+    return "; ".join(f"the check's {k} = {printed[k]:.6g} is on the same side of zero as, and within 25% of, the "
+                     f"recorded {c:.6g}" for k, c in near.items())
 
 
 async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script: str, rerun: ExecResult, sb: Any,
