@@ -7,6 +7,7 @@ similarity) and against the questions already in the graph.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -82,6 +83,7 @@ class _Checker:
         self.composable = {k: f for k, f in self.findings.items() if depth.get(f.node_id, 0) > 0}
         self.finding_ids = {f.id for n in nodes for f in n.findings}
         self.work_modes = {normalise_text(w) for w in domain.work_modes}
+        self.mode_names = list(domain.work_modes)
         self.asked = {normalise_text(n.goal) for n in nodes if n.goal}
         self.k, self.seen = k, seen
 
@@ -150,15 +152,25 @@ class _Checker:
         return DirectorOutput(decision=decision.model_copy(update={"directions": kept[: self.k]}))
 
     def normalised(self, out: DirectorOutput) -> DirectorOutput:
-        """A direction builds on its parent's verified finding: when every direction names a verified finding of
-        another node, the first one's node (if eligible) is the parent; when the parent has exactly one finding, every direction's
-        depends_on that names no finding is that finding (small models write the node id, '1', for 'f1')."""
+        """What a small model meant: a work mode the domain does not list is its closest listed one; when every
+        direction names a verified finding of another node, the first one's node (if eligible) is the parent; when
+        the parent has exactly one finding, a depends_on that names no finding is that finding (the node id, '1',
+        written for 'f1')."""
         decision = out.decision
         if isinstance(decision, Composition):
             sources = [self.finding_of_node(s) if s not in self.finding_ids else s for s in decision.sources]
             if sources == decision.sources:
                 return out
             return DirectorOutput(decision=decision.model_copy(update={"sources": sources}))
+        if any(normalise_text(d.work_mode) not in self.work_modes for d in decision.directions) and self.mode_names:
+            # a work mode the domain profile does not list ('correlation analysis') is its closest listed one: it
+            # labels the node, and refusing a round over a label cost an embedded run a round
+            decision = decision.model_copy(update={"directions": [
+                d if normalise_text(d.work_mode) in self.work_modes else d.model_copy(update={"work_mode": (
+                    difflib.get_close_matches(d.work_mode.lower(), [m.lower() for m in self.mode_names], n=1,
+                                              cutoff=0.0) or [self.mode_names[0]])[0]})
+                for d in decision.directions]})
+            out = DirectorOutput(decision=decision)
         owners = [self.findings[d.depends_on].node_id if d.depends_on in self.findings else None
                   for d in decision.directions]
         if owners and None not in owners and decision.parent not in owners and owners[0] in self.eligible:

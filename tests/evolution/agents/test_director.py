@@ -271,3 +271,11 @@ async def test_directions_on_two_other_nodes_findings_keep_the_first_ones_node(s
     d = out.value.decision
     assert d.parent == "n1" and [x.depends_on for x in d.directions] == ["f1"]
     assert "depends_on 'f3' is not a verified finding of node 'n1'" in out.errors[0]
+
+
+async def test_a_work_mode_the_domain_does_not_list_becomes_its_closest(scripted_llm) -> None:
+    script, llm = scripted_llm
+    script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
+        direction("How do south's units split by sale size?", work_mode="Diagnostics")]}})
+    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
+    assert out.errors == [] and out.value.decision.directions[0].work_mode == "diagnostic"
