@@ -82,6 +82,8 @@ def test_a_worlds_truth_sheet(tmp_path: Path) -> None:
     assert edges["discount_pct->amount"] == -1 and edges["income->amount"] == 1 and edges["segment->basket_size"] == 0
     assert {"amount", "discount_pct", "returned"} <= set(sheet.variables)
     assert all(isinstance(p.value, float) for p in sheet.phenomena) and sheet.phenomena
+    # the template's order system renames amount in its later yearly files (the file on disk says so)
+    assert "amt" in sheet.aliases["amount"] and "amt" in (world / "data" / "orders_2024.csv").read_text().split("\n")[0]
 
 
 @pytest.mark.parametrize(("text", "sign"), [
@@ -103,3 +105,11 @@ def test_a_coefficient_without_direction_words_is_checked_by_its_sign() -> None:
     assert (m.verdict, m.matched) == ("correct", "income->amount")  # rediscovered: the sign is the planted one
     m = match_finding("f10", "The correlation between discount_pct and amount is 0.12.", SHEET)
     assert (m.verdict, m.matched) == ("wrong", "discount_pct->amount")  # planted negative
+
+
+def test_a_renamed_column_names_its_variable() -> None:
+    """orders_2024.csv calls `amount` `amt` (a rename defect): a finding on amt is a finding on amount."""
+    sheet = SHEET.model_copy(update={"aliases": {"amount": ["amt"]}})
+    m = match_finding("f5", "The correlation between discount_pct and amt in the 2024 orders is -0.21.", sheet)
+    assert (m.verdict, m.matched) == ("correct", "discount_pct->amount")
+    assert match_finding("f5", "The correlation between discount_pct and amt is -0.21.", SHEET).verdict == "unchecked"

@@ -54,6 +54,8 @@ class TruthSheet(BaseModel):
     variables: list[str]
     edges: list[PlantedEdge] = Field(default_factory=list)
     phenomena: list[PlantedPhenomenon] = Field(default_factory=list)
+    aliases: dict[str, list[str]] = Field(default_factory=dict, description="variable → the other names the "
+                                          "observed files give it (a column renamed in later files: amount → amt)")
 
 
 class TruthMatch(BaseModel):
@@ -75,8 +77,8 @@ class TruthScore(BaseModel):
     matches: list[TruthMatch]
 
 
-def _mentions(text: str, variable: str) -> bool:
-    """`units_sold` is mentioned as 'units_sold' or 'units sold' (whole words, any case)."""
+def _names(text: str, variable: str) -> bool:
+    """`units_sold` is named as 'units_sold' or 'units sold' (whole words, any case)."""
     words = [re.escape(w) for w in variable.lower().split("_") if w]
     return bool(words) and re.search(r"\b" + r"[\s_-]+".join(words) + r"\b", text.lower()) is not None
 
@@ -117,6 +119,10 @@ def _near(value: float, numbers: list[float], p: PlantedPhenomenon) -> bool:
 
 def match_finding(finding_id: str, statement: str, sheet: TruthSheet) -> TruthMatch:
     numbers = printed_numbers(statement)
+
+    def _mentions(text: str, variable: str) -> bool:
+        return any(_names(text, v) for v in [variable, *sheet.aliases.get(variable, [])])
+
     for p in sheet.phenomena:
         if _mentions(statement, p.variables[0]) and _near(p.value, numbers, p):
             return TruthMatch(finding=finding_id, verdict="correct", matched=p.id,
@@ -190,4 +196,9 @@ def truth_sheet(world_dir: str | Path) -> TruthSheet:
             continue
         phenomena.append(PlantedPhenomenon(id=p.id, variables=_recipe_variables(p.recipe) or [p.id],
                                            value=float(t.value), abs=t.tolerance.abs, rel=t.tolerance.rel))
-    return TruthSheet(variables=variables, edges=edges, phenomena=phenomena)
+    aliases: dict[str, list[str]] = {}
+    for system in getattr(contract, "systems", []):
+        for d in system.defects:
+            if d.type == "rename" and d.new_name not in aliases.get(d.column, []):
+                aliases.setdefault(d.column, []).append(d.new_name)
+    return TruthSheet(variables=variables, edges=edges, phenomena=phenomena, aliases=aliases)
