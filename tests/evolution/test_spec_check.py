@@ -153,3 +153,24 @@ def test_order_filters_compare_numbers_as_numbers_and_dates_as_dates(root: Path)
     assert spec_value(late, root)[0] == pytest.approx((300 + 20) / 2)  # 2023-06-01 and 2024-03-01 (2023-03-01 blank)
     not_e = spec(filters=[{"column": "region", "op": "!=", "value": "E"}])
     assert spec_value(not_e, root)[0] == pytest.approx(15)
+
+
+def test_a_verified_spec_is_pinned_to_its_one_reading(root: Path) -> None:
+    """Blind solves of two embedded evolution tasks: Spearman read for 'correlation' (0.795 against 0.829), and the
+    memo's de-duplication read for a mean the script took over every row (2.137 against 2.119)."""
+    from worldsmith.evolution.spec_check import AS_RECORDED, pinned
+
+    r = float(np.corrcoef(INCOME, SPEND)[0, 1])
+    corr = spec(name="corr", quantity="correlation", scale="fraction", population="all_dates",
+                x={"variable": "spend", "files": ["data/crm.csv"]}, aggregation="correlation")
+    p = pinned(corr, root, r)
+    assert p.scale == "coefficient" and "between -1 and 1" in p.unit_words  # a negative r can be written
+    assert p.aggregation == ("correlation (Pearson's r of `income` and `spend` over the rows where both are "
+                             "recorded)")
+    assert p.population == AS_RECORDED
+    mean = spec(filters=[{"column": "region", "op": "==", "value": "E"}], population="every customer")
+    assert pinned(mean, root, 200.0).population == f"every customer; {AS_RECORDED}"
+    # a spec whose value is not the printed one (or not computed here) keeps its words
+    assert pinned(mean, root, 123.0).population == "every customer"
+    spearman = corr.model_copy(update={"aggregation": "Spearman rank correlation"})
+    assert pinned(spearman, root, 0.5).aggregation == "Spearman rank correlation"

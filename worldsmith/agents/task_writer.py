@@ -10,7 +10,7 @@ from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.answer_spec import AnswerFacets, lint_answer_spec
-from worldsmith.evolution.spec_check import repaired, spec_mismatch
+from worldsmith.evolution.spec_check import pinned, repaired, spec_mismatch
 from worldsmith.llm.structured import validate_reply
 from worldsmith.prompts import template
 
@@ -68,4 +68,6 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
                               "then computed the printed number")
     if out.value is not None:
         out.value = resolved(out.value, files)
+        if root is not None:
+            out.value = pinned(out.value, root, value)
     return out
