@@ -2,8 +2,9 @@
 alternative check, return supported / revised / unsupported.
 
 The deterministic part decides first and cannot be overruled: a script that fails on re-run, prints other
-numbers than `execution_result.json` records, or does not print a number the conclusion states makes the claim
-unsupported without asking the model. Only a reproduced claim goes to the model, which proposes one alternative
+numbers than `execution_result.json` records, does not print a number the conclusion states, or never works on
+the time grain the conclusion names (a "monthly" figure from a daily groupby) makes the claim unsupported without
+asking the model. Only a reproduced claim goes to the model, which proposes one alternative
 check (run in the same fresh sandbox; a check that does not run goes back once with its error) and judges it.
 A model that gives no usable plan or judgement leaves the claim unsupported: an unchecked finding must not reach
 training data. Two deterministic rules bracket the judge: a check that lands on the claim's numbers (1%) supports
@@ -14,6 +15,7 @@ it).
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -86,6 +88,29 @@ def reproduction_issues(result: ExecutionResult, rerun: ExecResult) -> list[str]
     return issues
 
 
+#: a claim about a time grain, and the code that computes on that grain (comments and names do not count)
+_GRAINS = {
+    "month": (re.compile(r"\b(?:monthly|per month|by month|each month|every month|month[- ]over[- ]month)\b", re.I),
+              re.compile(r"\.month\b|to_period\(\s*['\"]M|(?:resample\(|freq\s*=\s*)\s*['\"](?:M|MS|ME)['\"]|%m|"
+                         r"\[\s*:\s*7\s*\]|['\"]month['\"]")),
+    "year": (re.compile(r"\b(?:yearly|annual(?:ly)?|per year|by year|each year|every year|year[- ]over[- ]year)\b",
+                        re.I),
+             re.compile(r"\.year\b|to_period\(\s*['\"][YA]|(?:resample\(|freq\s*=\s*)\s*['\"](?:Y|YS|YE|A|AS)['\"]|"
+                        r"%Y|\[\s*:\s*4\s*\]|['\"]year['\"]")),
+    "week": (re.compile(r"\b(?:weekly|per week|by week|each week|every week|week[- ]over[- ]week)\b", re.I),
+             re.compile(r"\.week\b|isocalendar|to_period\(\s*['\"]W|(?:resample\(|freq\s*=\s*)\s*['\"]W|%[UVW]|"
+                        r"['\"]week['\"]")),
+}
+
+
+def grain_issues(conclusion: str, script: str) -> list[str]:
+    """A claim about months (years, weeks) from a script that never groups or parses by that grain: v4's "monthly
+    mean of amount … 67.55 for September 18" came from `groupby('date')`, and its re-run reproduced it."""
+    code = "\n".join(line.split("#", 1)[0] for line in script.splitlines())
+    return [f"the conclusion speaks of a {grain}ly figure, but the script never groups or parses dates by {grain}"
+            for grain, (claim, work) in _GRAINS.items() if claim.search(conclusion) and not work.search(code)]
+
+
 def judgement_problems(j: Judgement, evidence: str) -> list[str]:
     if j.verdict != "unsupported" and not j.ground_truth.strip():
         return [f"a {j.verdict} verdict needs ground_truth: the statement the evidence supports"]
@@ -120,6 +145,8 @@ async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, work
             rerun = await sb.run(script, timeout=timeout_s)
             if issues := reproduction_issues(result, rerun):
                 return Outcome(Verdict(verdict="unsupported", issues=issues, reproduced=False))
+            if issues := grain_issues(result.conclusion, script):
+                return Outcome(Verdict(verdict="unsupported", issues=issues, reproduced=True))
             return await _falsify(llm, result, goal, script, rerun, sb, inputs, role, retries, timeout_s)
 
 

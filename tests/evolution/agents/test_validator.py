@@ -270,3 +270,30 @@ async def test_an_unsupported_judgement_on_a_check_next_to_the_claim_is_overrule
     assert v.verdict == "supported" and v.ground_truth == f"South sold {total:g} in total."
     assert v.issues[0].startswith("the judge's 'unsupported' was overruled: the check's net = 63")
     assert v.issues[1] == "the net total differs from 70"  # the judge's words stay on record
+
+
+def test_a_claim_on_a_time_grain_needs_code_on_that_grain() -> None:
+    from worldsmith.agents.validator import grain_issues
+
+    daily = ("import pandas as pd\ndf = pd.read_csv('orders.csv')\n# Compute the monthly mean\n"
+             "monthly_means = df.groupby('date')['amount'].mean()\nprint(monthly_means)")
+    claim = "The monthly mean of amount is 67.55 for September 18 and 36.34 for September 19."
+    assert grain_issues(claim, daily) == [
+        "the conclusion speaks of a monthly figure, but the script never groups or parses dates by month"]
+    for by_month in ("df.groupby(pd.to_datetime(df['date']).dt.month)['amount'].mean()",
+                     "df.groupby(pd.to_datetime(df['date']).dt.to_period('M'))['amount'].mean()",
+                     "df.set_index('date').resample('MS')['amount'].mean()",
+                     "df.groupby(df['date'].str[:7])['amount'].mean()"):
+        assert grain_issues(claim, "import pandas as pd\n" + by_month) == []
+    assert grain_issues("The annual total is 12.", daily)[0].startswith("the conclusion speaks of a yearly figure")
+    assert grain_issues("The mean amount is 30.", daily) == []  # no grain claimed
+
+
+async def test_a_monthly_claim_from_a_script_without_months_is_unsupported_without_asking(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South's monthly total is 70.", {"south_total": south_total(data)})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported" and out.value.reproduced and script.requests == []
+    assert "never groups or parses dates by month" in out.value.issues[0]
