@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from worldsmith.agents.director import direct, eligible_parents, render_graph
 from worldsmith.core.evolution_schemas import (
     Composition,
@@ -202,12 +204,17 @@ async def test_the_grammar_offers_only_what_is_possible(scripted_llm) -> None:
     assert "Expansion" in sent and "Composition" not in sent and "sources" not in sent
 
 
-async def test_a_node_id_written_for_the_finding_id_is_read_as_the_parents_finding(scripted_llm) -> None:
+@pytest.mark.parametrize(("field", "written", "read"), [
+    ("depends_on", "n1", "f1"),  # a node id written for the finding id is the parent's finding
+    ("work_mode", "Diagnostics", "diagnostic"),  # a work mode the domain does not list is its closest listed one
+])
+async def test_a_direction_field_written_loosely_is_read_as_meant(scripted_llm, field: str, written: str,
+                                                                  read: str) -> None:
     script, llm = scripted_llm
     script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
-        direction("How do south's units split by sale size?", depends_on="n1")]}})
+        direction("How do south's units split by sale size?", **{field: written})]}})
     out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
-    assert out.errors == [] and out.value.decision.directions[0].depends_on == "f1"
+    assert out.errors == [] and getattr(out.value.decision.directions[0], field) == read
 
 
 async def test_composition_sources_written_as_node_ids_are_read_as_their_findings(scripted_llm) -> None:
@@ -272,10 +279,3 @@ async def test_directions_on_two_other_nodes_findings_keep_the_first_ones_node(s
     assert d.parent == "n1" and [x.depends_on for x in d.directions] == ["f1"]
     assert "depends_on 'f3' is not a verified finding of node 'n1'" in out.errors[0]
 
-
-async def test_a_work_mode_the_domain_does_not_list_becomes_its_closest(scripted_llm) -> None:
-    script, llm = scripted_llm
-    script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
-        direction("How do south's units split by sale size?", work_mode="Diagnostics")]}})
-    out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False)
-    assert out.errors == [] and out.value.decision.directions[0].work_mode == "diagnostic"
