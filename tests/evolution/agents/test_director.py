@@ -278,4 +278,3 @@ async def test_directions_on_two_other_nodes_findings_keep_the_first_ones_node(s
     d = out.value.decision
     assert d.parent == "n1" and [x.depends_on for x in d.directions] == ["f1"]
     assert "depends_on 'f3' is not a verified finding of node 'n1'" in out.errors[0]
-
