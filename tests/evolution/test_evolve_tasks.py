@@ -86,6 +86,8 @@ async def test_report_rubric_comes_from_dual_evidence_and_drops_the_refuted_crit
     solvers = [r for r in script.requests if "You are a data analyst" in r.messages[0]["content"]
                and "The folder `data/` holds the files" in r.last_user]
     assert {r.role for r in solvers} == {"agent", "teacher"}  # two independent solver runs
+    # both roles are one greedy scripted endpoint here: the second run samples, or the two would be one run twice
+    assert {(r.role, r.temperature) for r in solvers} == {("agent", 0.0), ("teacher", 0.7)}
     rubric = json.loads((run_dir / "tasks" / "tasks" / task.id / "tests" / "rubric.json").read_text())
     assert [c["id"] for c in rubric["criteria"]] == ["c1", "c2", "c4"]
 

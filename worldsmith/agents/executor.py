@@ -102,9 +102,10 @@ class _Log:
 async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path, inputs: list[Path],
                   sandbox: SandboxConfig, role: str = "agent", max_script_attempts: int = 3, report_retries: int = 2,
                   timeout_s: float | None = None, feedback: str | None = None,
-                  profile_chars: int = PROFILE_CHARS) -> Outcome[ExecutionResult]:
+                  profile_chars: int = PROFILE_CHARS, temperature: float | None = None) -> Outcome[ExecutionResult]:
     """Run `goal` and write the node's three files into `workdir`. `feedback`: a reviewer's issues with an
-    earlier attempt (the review loop's revision round). The result is returned even when it failed."""
+    earlier attempt (the review loop's revision round); `temperature`: the script turns' sampling temperature (None:
+    the role's own). The result is returned even when it failed."""
     if max_script_attempts < 1:
         raise ValueError(f"executor: max_script_attempts must be at least 1, got {max_script_attempts}")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -121,7 +122,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     used, out, log = versions(TEMPLATE), Outcome[ExecutionResult](None), _Log(goal.goal)
     script, run, error = "", None, "no script was written"
     for attempt in range(1, max_script_attempts + 1):
-        d = await decide(llm, messages, role=role)
+        d = await decide(llm, messages, role=role, temperature=temperature)
         out.calls.append(record_call(len(out.calls), d.completion, used, reply=d.reply, sent=messages,
                                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None))
         messages.append({"role": "assistant", "content": d.reply})

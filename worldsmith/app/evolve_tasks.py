@@ -50,6 +50,8 @@ from worldsmith.tools.sandbox import open_sandbox
 TASKS_DIR = "tasks"
 ROOT_EXPORT = "tasks_root"
 SOLVER_ROLES = ("agent", "teacher")  # the dual-evidence runs: two independent solvers
+#: a later solver on the same greedy endpoint as an earlier one samples at this temperature
+SOLVER_TEMPERATURE = 0.7
 
 
 class TaskOutcome(BaseModel):
@@ -97,12 +99,17 @@ async def replay_path(rt: GraphRuntime, root_dir: Path, scripts: list[tuple[str,
 
 
 async def evidence_cards(rt: GraphRuntime, goal: str, root_dir: Path, task_id: str) -> tuple[list[EvidenceCard], list[str]]:
-    """Independent solver runs from the root workspace, one per role, each as an evidence card."""
+    """Independent solver runs from the root workspace, one per role, each as an evidence card. When the roles
+    resolve to one greedy endpoint (the embedded default for both), the later runs sample at SOLVER_TEMPERATURE:
+    two greedy runs of one model are one run twice (both embedded solvers failed on the same SyntaxError)."""
     cards, errors = [], []
-    for role in SOLVER_ROLES:
+    endpoints = [rt.settings.llm.for_role(role) for role in SOLVER_ROLES]
+    for i, role in enumerate(SOLVER_ROLES):
+        same = any(endpoints[i] == endpoints[j] for j in range(i)) and endpoints[i].temperature == 0
         with tempfile.TemporaryDirectory(prefix="solver-") as tmp:
             out = await execute(rt.llm, GoalPackage(goal=goal), node=f"{task_id}-{role}", workdir=Path(tmp),
-                                inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox, role=role)
+                                inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox, role=role,
+                                temperature=SOLVER_TEMPERATURE if same else None)
         r = out.value
         if r is None or r.status != "completed":
             errors.append(f"solver {role}: {r.error if r else 'no result'}")
