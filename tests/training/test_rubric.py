@@ -203,8 +203,9 @@ def test_a_task_without_a_rubric_is_refused() -> None:
     (0.125, "churn rate of premium plan", "Premium plan churn rate: 12.5.", False),  # no percent anywhere
     (1234567, "total revenue", "Total revenue was 1,234,567 USD.", True),
     (-0.35, "correlation of price and demand", "Price and demand show a correlation of -0.35.", True),
-    (42, "number of stores", "Nothing about that here. 42 is the answer to everything.", None),
-    (42, "number of stores", "The number of stores is large.", None),
+    (42, "number of stores", "Nothing about that here. 42 is the answer to everything.", None),  # 42 is there
+    (42, "number of stores", "The number of stores is large.", False),  # the value is nowhere: no judge can find it
+    (52000, "median household income", "The middle household earns about 52k a year.", None),  # a scale word
     (3.0, "average basket size", "Average basket size: 3 items (3.04 exactly).", True),
     (1e-4, "p-value of the test", "The test gives a p-value of 1.0e-4.", True),
 ])
@@ -252,3 +253,15 @@ def test_numeric_item_with_a_declared_unit_reads_numbers_by_the_grading_unit_rul
     c = c.model_copy(update={"unit": unit})
     result = check_numeric(c, text)
     assert result.met is met, result.evidence
+
+
+def test_a_value_stated_nowhere_is_not_met_whatever_the_judge_says() -> None:
+    """The 0.5B student's held-out 'pass': its answer was an error message, and the 1.5B judge wrote 'reports
+    cost_per_kg ≈ 0.7956' for the filter item. The value is nowhere in the response, so no judge is asked."""
+    rubric = Rubric(criteria=[crit("cost_per_kg", expected=0.7956, observable="cost per kg", type="filter")])
+    text = ("The error indicates that the file is not in the correct format. I need to convert it to UTF-8 "
+            "before loading it into pandas.")
+    judge = StubJudge({"cost_per_kg": True})
+    g = grade_rubric(rubric, text, llm=judge)
+    assert g.details[0]["met"] is False and g.details[0]["method"] == "numeric" and not g.passed
+    assert "no number in the response" in g.details[0]["evidence"]

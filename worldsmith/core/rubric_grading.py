@@ -201,6 +201,17 @@ def _tags_for(cid: str, text: str) -> list[str]:
     return exact or [raw for name, raw in found if name and _norm_name(cid).endswith("_" + name)]
 
 
+_SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(k|thousand|m|mn|million|bn|billion)\b", re.IGNORECASE)
+_FACTORS = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
+
+
+def _scaled_mention(expected: float, text: str, tol: Mapping[str, Any] | None) -> bool:
+    """Whether the text writes the value with a scale word ('52k', '1.2 million'): the judge may read those."""
+    return any(abs(expected - float(n) * _FACTORS[w.lower()]) <= max(
+        float((tol or {}).get("abs") or 0), 0.5 * 10 ** (-len(n.split(".")[1]) if "." in n else 0) * _FACTORS[w.lower()])
+        for n, w in _SCALED.findall(text))
+
+
 def check_numeric(c: Criterion, text: str) -> NumericCheck:
     """Deterministic check of a criterion with a numeric expected value against a response text."""
     if not is_deterministic(c):
@@ -222,6 +233,10 @@ def check_numeric(c: Criterion, text: str) -> NumericCheck:
         return NumericCheck(False, "tag", f"@{cid}[{tags[-1]}] does not match expected {expected:g}")
     terms = key_terms(c)
     sentences = relevant_sentences(text, terms)
+    if not any(matches(m, m.text) for m in find_numbers(text)) and not _scaled_mention(expected, text, tol):
+        # the value is nowhere in the response, in any wording: not met, and no judge may say otherwise (a 1.5B
+        # judge called "reports cost_per_kg ≈ 0.7956" met for an answer that was an error message)
+        return NumericCheck(False, "numeric", f"no number in the response is within tolerance of {expected:g}")
     if not sentences:
         return NumericCheck(None, "none", f"no sentence mentions the key terms {terms}")
     seen: list[float] = []
