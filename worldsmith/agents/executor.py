@@ -39,9 +39,14 @@ OBSERVATION_CHARS = 4000
 PROFILE_CHARS = 3000
 
 
+def names_file(text: str, name: str) -> bool:
+    """Whether `text` names the file `name` by itself ("orders_2024.csv", never inside "big_orders_2024.csv")."""
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text) is not None
+
+
 def named_inputs(goal: str, inputs: list[Path]) -> list[Path]:
     """The inputs a goal names by file name ("In orders_2024.csv, how …"); all of them when it names none."""
-    named = [p for p in inputs if re.search(rf"(?<![\w.-]){re.escape(p.name)}(?![\w-])", goal)]
+    named = [p for p in inputs if names_file(goal, p.name)]
     return named or list(inputs)
 
 
@@ -49,7 +54,7 @@ def named_files(goal: str, inputs: list[Path]) -> set[str]:
     """Base names of the files under folder inputs that the goal names (a task's `data/` folder holding
     orders_2023.csv for "… in the orders_2023.csv file")."""
     inside = {f.name for p in inputs if p.is_dir() for f in p.rglob("*") if f.is_file()}
-    return {n for n in inside if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", goal)}
+    return {n for n in inside if names_file(goal, n)}
 
 
 def _profile(inputs: list[Path], max_chars: int, only: set[str] | None = None) -> str:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
+from worldsmith.agents.executor import names_file
 from worldsmith.core.claim_numbers import printed_numbers, unbacked_numbers
 from worldsmith.core.evolution_schemas import (
     Composition,
@@ -29,7 +30,7 @@ _DANGLING = re.compile(r"\b(?:the parent(?: node)?|previous (?:step|node|analysi
 def _files_named(text: str, files: list[str]) -> list[str]:
     """The workspace files a text names by their base name."""
     names = {f.rsplit("/", 1)[-1] for f in files}
-    return sorted(n for n in names if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", text))
+    return sorted(n for n in names if names_file(text, n))
 
 
 def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: list[str], *, question: str = "",
