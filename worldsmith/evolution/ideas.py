@@ -12,6 +12,11 @@ itself shows the relation (on a sample of each table's rows):
 
 The three are on one 0..1 scale, so a measure that really moves with a category or another measure is asked about
 before one that does not. Ties (or a table that cannot be read) keep the column-type order.
+
+Join ideas (:func:`join_ideas`) do the same across two tables the profile links by a key: a many-rows table (the
+facts) joined to a table whose key is unique (the lookup), each idea pairing a column of one with a column of the
+other, ranked on the joined sample. Ids spelled differently on the two sides (C-00012 vs c12) are matched by
+their number, as the profile's join note tells the analysis to do, and the question says so.
 """
 
 from __future__ import annotations
@@ -85,11 +90,17 @@ def _sample(root: Path | None, t: Any) -> pd.DataFrame | None:
         return None
 
 
-def _table_ideas(t: Any, df: pd.DataFrame | None) -> list[tuple[float, str]]:
-    cols = [c for c in t.columns if c.null_rate < 0.5 and not id_like_name(c.name)]
+def _kinds(t: Any) -> tuple[list[str], list[str], list[str]]:
+    """The table's measures, groups (2..12 levels) and dates, ids and mostly-empty columns left out."""
+    cols = [c for c in t.columns if c.null_rate < 0.5 and not id_like_name(c.name) and c.semantic_type != "id"]
     nums = [c.name for c in cols if c.semantic_type == "numeric"][:MAX_MEASURES]
     cats = [c.name for c in cols if c.semantic_type in ("categorical", "bool") and 2 <= c.n_unique <= 12][:MAX_GROUPS]
     dates = [c.name for c in cols if c.semantic_type == "datetime"][:MAX_DATES]
+    return nums, cats, dates
+
+
+def _table_ideas(t: Any, df: pd.DataFrame | None) -> list[tuple[float, str]]:
+    nums, cats, dates = _kinds(t)
     have = set(df.columns) if df is not None else set()
     num = {n: _numeric(df[n]) for n in nums if n in have} if df is not None else {}
 
@@ -111,20 +122,118 @@ def _table_ideas(t: Any, df: pd.DataFrame | None) -> list[tuple[float, str]]:
     return ideas
 
 
-def question_ideas(files: Any, limit: int = MAX_IDEAS, root: str | Path | None = None) -> list[str]:
-    """Up to `limit` one-table questions, the strongest relations in the data first. `root` is the folder the
-    profile's file paths are relative to (default: the profile's own root); without readable data the ideas keep
-    the column-type order, round robin over the tables, the big ones first."""
-    base = Path(root) if root is not None else Path(files.root) if getattr(files, "root", None) else None
-    per_table: list[list[tuple[float, str]]] = []
-    for t in sorted(files.tables, key=lambda t: -t.n_rows):  # the big tables first; a stub of a few rows says little
-        if t.n_rows < MIN_IDEA_ROWS:
-            continue
-        per_table.append(_table_ideas(t, _sample(base, t)))
+def _root(files: Any, root: str | Path | None) -> Path | None:
+    return Path(root) if root is not None else Path(files.root) if getattr(files, "root", None) else None
+
+
+def _ranked(groups: list[list[tuple[float, str]]], limit: int) -> list[str]:
+    """The ideas of all groups, strongest first; ties keep a round robin over the groups (every table represented)."""
     ordered: list[tuple[float, str]] = []
-    while any(per_table):  # round robin keeps every table represented among ties
-        for ideas in per_table:
+    while any(groups):
+        for ideas in groups:
             if ideas:
                 ordered.append(ideas.pop(0))
     ranked = sorted(enumerate(ordered), key=lambda p: (-round(p[1][0], 3), p[0]))
     return list(dict.fromkeys(q for _, (_, q) in ranked))[:limit]
+
+
+def question_ideas(files: Any, limit: int = MAX_IDEAS, root: str | Path | None = None) -> list[str]:
+    """Up to `limit` one-table questions, the strongest relations in the data first. `root` is the folder the
+    profile's file paths are relative to (default: the profile's own root); without readable data the ideas keep
+    the column-type order, round robin over the tables, the big ones first."""
+    base = _root(files, root)
+    per_table = [_table_ideas(t, _sample(base, t)) for t in sorted(files.tables, key=lambda t: -t.n_rows)
+                 if t.n_rows >= MIN_IDEA_ROWS]  # the big tables first; a stub of a few rows says little
+    return _ranked(per_table, limit)
+
+
+# --------------------------------------------------------------------------------------------- across two tables
+
+
+def id_number(s: pd.Series) -> pd.Series:
+    """The number in each id (C-00012 → 12, c12 → 12): the match the profile's respelled-ids note prints."""
+    return pd.to_numeric(s.astype(str).str.extract(r"(\d+)", expand=False), errors="coerce")
+
+
+def _joined(facts: pd.DataFrame, fkey: str, lookup: pd.DataFrame, lkey: str, spelled: bool) -> pd.DataFrame | None:
+    """The facts with the lookup's columns beside them (many to one; the lookup's columns suffixed on a clash)."""
+    if fkey not in facts.columns or lkey not in lookup.columns:
+        return None
+    left, right = facts.copy(), lookup.copy()
+    left["__key"] = id_number(left[fkey]) if spelled else left[fkey].astype(str)
+    right["__key"] = id_number(right[lkey]) if spelled else right[lkey].astype(str)
+    right = right.dropna(subset=["__key"]).drop_duplicates("__key")
+    merged = left.merge(right, on="__key", how="inner", suffixes=("", "__lookup"))
+    return merged if len(merged) >= _MIN_PAIRS else None
+
+
+def _pair_ideas(facts: Any, fkey: str, lookup: Any, lkey: str, spelled: bool,
+                df: pd.DataFrame | None) -> list[tuple[float, str]]:
+    """Ideas pairing a column of `facts` with a column of `lookup`, ranked on their joined sample `df`."""
+    fn, fc, _ = _kinds(facts)
+    ln, lc, _ = _kinds(lookup)
+    fb = [c.name for c in facts.columns if c.semantic_type == "bool" and c.null_rate < 0.5]
+    lb = [c.name for c in lookup.columns if c.semantic_type == "bool" and c.null_rate < 0.5]
+    have = set(df.columns) if df is not None else set()
+    clash = {c for c in ln + lc + lb if c in {x.name for x in facts.columns}}
+
+    def col(name: str, side: str) -> str:  # the joined frame's name for a lookup column that clashes
+        return f"{name}__lookup" if side == "lookup" and name in clash else name
+
+    def numbers(name: str) -> pd.Series:
+        return _numeric(df[name]) if df is not None else pd.Series(dtype=float)
+
+    match = (f"{facts.label} ({fkey}) to {lookup.label} ({lkey}), matching the ids by the number in them"
+             if spelled else f"{facts.label} to {lookup.label} on {fkey} = {lkey}")
+    ideas: list[tuple[float, str]] = []
+    # a measure of one side (a yes/no column counts: its mean is a rate) across a group of the other
+    for (measures, mside), (groups, gside) in (((fn + fb, "facts"), (lc, "lookup")), ((ln + lb, "lookup"), (fc, "facts"))):
+        for m in measures:
+            for g in groups:
+                if m == g:
+                    continue
+                a, b = col(m, mside), col(g, gside)
+                score = correlation_ratio(df[b], numbers(a)) if a in have and b in have else 0.0
+                ideas.append((score, f"Joining {match}, how does the mean {m} differ across {g}?"))
+    for a in fn:
+        for b in ln:
+            x, y = col(a, "facts"), col(b, "lookup")
+            score = spearman(numbers(x), numbers(y)) if x in have and y in have else 0.0
+            ideas.append((score, f"Joining {match}, how strongly are {a} and {b} correlated?"))
+    return ideas
+
+
+def join_ideas(files: Any, limit: int = MAX_IDEAS, root: str | Path | None = None) -> list[str]:
+    """Up to `limit` questions across two tables the profile links by a key, one side's key unique (the lookup)
+    and the other's not (the facts), the strongest relations on the joined sample first. Parts of one table (the
+    same columns in several files) are stacked, never joined, so their links offer nothing here."""
+    from worldsmith.tools.files.parts import table_parts
+
+    base = _root(files, root)
+    tables = {t.label: t for t in files.tables if t.n_rows >= MIN_IDEA_ROWS}
+    part_of = {label: i for i, g in enumerate(table_parts(files.tables)) for label in g.labels}
+    samples: dict[str, pd.DataFrame | None] = {}
+
+    def sample(t: Any) -> pd.DataFrame | None:
+        if t.label not in samples:
+            samples[t.label] = _sample(base, t)
+        return samples[t.label]
+
+    groups: list[list[tuple[float, str]]] = []
+    seen: set[tuple[str, str]] = set()
+    for j in files.joins:
+        left, right = tables.get(j.left.table_label), tables.get(j.right.table_label)
+        if left is None or right is None or j.left_unique == j.right_unique:
+            continue
+        if part_of.get(left.label, -1) == part_of.get(right.label, -2):
+            continue
+        (facts, fkey), (lookup, lkey) = ((left, j.left.column), (right, j.right.column)) if j.right_unique else \
+            ((right, j.right.column), (left, j.left.column))
+        if (facts.label, lookup.label) in seen:
+            continue
+        seen.add((facts.label, lookup.label))
+        f, lk = sample(facts), sample(lookup)
+        spelled = j.spellings is not None
+        df = _joined(f, fkey, lk, lkey, spelled) if f is not None and lk is not None else None
+        groups.append(_pair_ideas(facts, fkey, lookup, lkey, spelled, df))
+    return _ranked(groups, limit)

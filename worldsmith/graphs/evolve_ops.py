@@ -12,7 +12,8 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,7 +40,7 @@ from worldsmith.core.grading import normalise_text
 from worldsmith.core.schemas import ModelCall
 from worldsmith.core.store import ArtifactError, atomic_write_text, read_model
 from worldsmith.core.workspace_types import FINAL_STATUSES, Node
-from worldsmith.evolution.ideas import question_ideas
+from worldsmith.evolution.ideas import join_ideas, question_ideas
 from worldsmith.evolution.modes import (
     OfflineWebSearch,
     node_of,
@@ -132,7 +133,8 @@ async def profile_root(llm: Any, data_dir: Path) -> tuple[ProfilerOutput, dict[s
 
     files = await asyncio.to_thread(profile_workspace, data_dir)
     tables = {"text": table_lines(files), "columns": table_columns(files),
-              "ideas": await asyncio.to_thread(question_ideas, files, root=data_dir)}
+              "ideas": await asyncio.to_thread(question_ideas, files, root=data_dir),
+              "join_ideas": await asyncio.to_thread(join_ideas, files, root=data_dir)}
     out = await traced("profiler", profile(llm, files))
     if out.value is None:
         return fallback_profile(files), tables, tokens_of(out.calls), [
@@ -152,6 +154,17 @@ async def ingest_documents(memory: RunMemory, data_dir: Path, docs: str | None) 
 # --------------------------------------------------------------------------------------------- plan
 
 
+def offered_ideas(tables: dict[str, Any], nodes: list[Any], asked: Callable[[str], bool], n: int = 6) -> list[str]:
+    """The director's starting points: the strongest one-table ideas not asked yet; once a node below the root is
+    verified (a join deepens a verified node, never the initial workspace), join ideas alternate with them, a
+    join first."""
+    single = [q for q in tables.get("ideas", []) if not asked(q)]
+    deep = any(n.depth > 0 and n.verified for n in nodes)
+    joins = [q for q in tables.get("join_ideas", []) if not asked(q)] if deep else []
+    mixed = [q for pair in zip_longest(joins, single) for q in pair if q is not None]
+    return mixed[:n]
+
+
 async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: EvolveConfig,
                      prof: ProfilerOutput, tables: dict[str, Any] | None = None, refused: list[str] | None = None
                      ) -> tuple[list[dict[str, Any]], int, list[str]]:
@@ -166,7 +179,7 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
         return memory.is_duplicate(question, cfg.duplicate_threshold).duplicate
 
     asked = {normalise_text(n.goal) for n in nodes if n.goal}  # as the director's checker compares them
-    ideas = [q for q in (tables or {}).get("ideas", []) if normalise_text(q) not in asked and not seen(q)][:6]
+    ideas = offered_ideas(tables or {}, nodes, lambda q: normalise_text(q) in asked or seen(q))
     decided = await traced("director", direct(llm, records, prof.workspace, prof.domain, seen=seen, ideas=ideas,
                                               k=cfg.directions, max_depth=cfg.budget.max_depth,
                                               tables=(tables or {}).get("text", ""),
