@@ -127,3 +127,39 @@ def test_several_samples_are_also_scored_by_self_consistency(tmp_path: Path) -> 
     assert s["n_voted_correct"] == 1 and s["voted_accuracy"] == pytest.approx(1 / 3)
     assert s["n_correct"] == pytest.approx(1.0)  # pass@1: 2/3 + 1/3 + 0
     assert s["question_s"] == 60.0 and s["median_s"] == 20.0  # 10 + 20 + 30 per question; per sample 20
+
+
+def _task(task_id: str, measure_files: list[str], other: dict[str, list[str]] | None = None) -> str:
+    spec = {"measure": {"variable": "m", "files": measure_files}, "x": None, "other_columns": other or {}}
+    return json.dumps({"id": task_id, "answers": [{"name": "a", "spec": spec}]})
+
+
+def test_compare_splits_a_task_set_by_the_files_its_answers_need(tmp_path: Path) -> None:
+    """g0, g1 need one file (a filter column in the measure's own file counts once); g2 and g3 need two. Run 1
+    gets g0 and g2 right, run 2 only g0: one file 2/4 = 50%, several files 1/4 = 25%; dev 6/10 = 60%."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join([_task("g0", ["data/a.csv"]), _task("g1", ["data/a.csv"], {"g": ["data/a.csv"]}),
+                                _task("g2", ["data/a.csv"], {"g": ["data/b.json"]}),
+                                _task("g3", ["data/y1.csv", "data/y2.csv"])]) + "\n")
+
+    def gen(path: Path, right: set[str]) -> Path:
+        qs = [{"task_id": f"g{i}", "correct": 1.0 if f"g{i}" in right else 0.0, "time_s": 10.0} for i in range(4)]
+        path.write_text(json.dumps({"benchmark": "generated-v1", "samples": 1, "n_questions": 4,
+                                    "n_correct": len(right), "guards": {"no_evidence": 1}, "questions": qs}))
+        return path
+
+    dev = _summary(tmp_path / "dev.json", "dabench-dev", 6, 10, [10] * 10)
+    table = _compare().main([str(dev), str(gen(tmp_path / "g1.json", {"g0", "g2"})),
+                             str(gen(tmp_path / "g2.json", {"g0"})), "--by-files", str(tasks)])
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in table.splitlines() if line.startswith("| ") and "---" not in line}
+    assert rows["generated-v1"][4] == "37.5%"  # 3 of 8 question-runs
+    assert rows["generated-v1 (one file)"][1:5] == ["2", "1", "2", "50.0%"]
+    assert rows["generated-v1 (one file)"][6] == "50.0%–50.0%"  # each run: g0 right, g1 wrong
+    assert rows["generated-v1 (one file)"][8] == "—"  # guards are not recorded per question
+    assert rows["generated-v1 (several files)"][4] == "25.0%"
+    assert "Gap dabench-dev − generated-v1 (one file): +10.0 points." in table
+    assert "Gap dabench-dev − generated-v1 (several files): +35.0 points." in table
+    assert not any(k.startswith("dabench-dev (") for k in rows)  # dev's questions (q0…q9) are not in the task set
+    with pytest.raises(SystemExit):
+        _compare().main([str(dev), "--by-files", str(tmp_path / "missing.jsonl")])

@@ -168,11 +168,49 @@ def combine(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     guards: Counter[str] = Counter()
     for s in summaries:
         guards.update(s.get("guards") or {})
+    recorded = any(s.get("guards") is not None for s in summaries)
     lo, hi = wilson_interval(k, n)
     return {"benchmark": names[0], "runs": len(summaries), "samples": sorted({s["samples"] for s in summaries}),
             "n_questions": sorted({s["n_questions"] for s in summaries}), "k": k, "n": n, "accuracy": k / n,
             "ci95": (lo, hi), "min": min(accs), "max": max(accs),
-            "median_s": statistics.median(times) if times else None, "guards": dict(sorted(guards.items()))}
+            "median_s": statistics.median(times) if times else None,
+            "guards": dict(sorted(guards.items())) if recorded else None}
+
+
+# --------------------------------------------------------------------------------------------- strata
+
+
+def files_needed(task: Mapping[str, Any]) -> int:
+    """How many data files a generated task's answers need: the files its answer specs name for the measure, the
+    x variable and every other column (0 when it has no specs)."""
+    files: set[str] = set()
+    for answer in task.get("answers") or []:
+        spec = answer.get("spec") or {}
+        for part in (spec.get("measure"), spec.get("x")):
+            files.update((part or {}).get("files") or [])
+        for where in (spec.get("other_columns") or {}).values():
+            files.update(where or [])
+    return len(files)
+
+
+def file_strata(tasks_jsonl: str | Path) -> dict[str, str]:
+    """Task id → "one file" or "several files" (what its answers need), for the tasks of a JSONL task set."""
+    out = {}
+    for line in Path(tasks_jsonl).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            task = json.loads(line)
+            out[task["id"]] = "one file" if files_needed(task) <= 1 else "several files"
+    return out
+
+
+def stratum(summary: Mapping[str, Any], strata: Mapping[str, str], label: str) -> dict[str, Any] | None:
+    """The part of a summary whose questions fall in `label` (None when none does), as a summary of its own
+    benchmark "<benchmark> (<label>)"; per-question guards are not recorded, so a stratum has none."""
+    qs = [q for q in summary.get("questions", []) if strata.get(q["task_id"]) == label]
+    if not qs:
+        return None
+    return {"benchmark": f"{summary['benchmark']} ({label})", "samples": summary["samples"], "n_questions": len(qs),
+            "n_correct": sum(q["correct"] for q in qs), "questions": qs, "guards": None}
 
 
 def _pct(x: float) -> str:
@@ -181,7 +219,7 @@ def _pct(x: float) -> str:
 
 def _row(c: dict[str, Any]) -> str:
     spread = f"{_pct(c['min'])}–{_pct(c['max'])}" if c["runs"] > 1 else "—"
-    guards = ", ".join(f"{k} {v}" for k, v in c["guards"].items()) or "0"
+    guards = "—" if c["guards"] is None else ", ".join(f"{k} {v}" for k, v in c["guards"].items()) or "0"
     med = f"{c['median_s']:.1f}" if c["median_s"] is not None else "—"
     nq = "/".join(map(str, c["n_questions"]))
     samples = "/".join(map(str, c["samples"]))
@@ -189,9 +227,16 @@ def _row(c: dict[str, Any]) -> str:
             f"| {_pct(c['ci95'][0])}–{_pct(c['ci95'][1])} | {spread} | {med} | {guards} |")
 
 
-def compare_table(groups: Sequence[Sequence[dict[str, Any]]]) -> str:
-    """Markdown: one row per benchmark (its runs pooled), then the gap between the first two benchmarks."""
+def compare_table(groups: Sequence[Sequence[dict[str, Any]]], strata: Mapping[str, str] | None = None) -> str:
+    """Markdown: one row per benchmark (its runs pooled), then the gap between the first two benchmarks. With
+    `strata` (task id → label, e.g. :func:`file_strata`), each benchmark whose questions have labels also gets a
+    row per label, and the first benchmark's gap to each such row is given."""
     combined = [combine(g) for g in groups]
+    parts = []
+    for g in groups if strata else []:
+        labels = sorted({strata[q["task_id"]] for s in g for q in s.get("questions", []) if q["task_id"] in strata})
+        for label in labels:
+            parts.append(combine([p for s in g if (p := stratum(s, strata, label)) is not None]))
     header = ("| benchmark | runs | samples | questions | accuracy | 95% CI (Wilson) | min–max over runs "
               "| median s/question | guards |")
     lines = [header, "|---|---|---|---|---|---|---|---|---|"]
@@ -200,6 +245,10 @@ def compare_table(groups: Sequence[Sequence[dict[str, Any]]]) -> str:
         a, b = combined[0], combined[1]
         gap = 100 * (a["accuracy"] - b["accuracy"])
         lines += ["", f"Gap {a['benchmark']} − {b['benchmark']}: {gap:+.1f} points (pooled accuracies)."]
+    if parts:
+        lines += ["", "By the files a question's answer needs:", "", header, lines[1]] + [_row(c) for c in parts]
+        lines += [""] + [f"Gap {combined[0]['benchmark']} − {c['benchmark']}: "
+                         f"{100 * (combined[0]['accuracy'] - c['accuracy']):+.1f} points." for c in parts]
     return "\n".join(lines)
 
 
