@@ -16,6 +16,7 @@ from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.evolution_schemas import (
     Composition,
     CompositionOnly,
+    Direction,
     DirectorOutput,
     DomainProfile,
     Expansion,
@@ -192,6 +193,32 @@ class _Checker:
         own = [f.id for f in self.findings.values() if f.node_id in (ref.strip(), node)]
         return own[0] if len(own) == 1 else ref
 
+    def from_ideas(self, ideas: Sequence[str]) -> DirectorOutput | None:
+        """The first idea some eligible parent can take, as a one-direction expansion, for a round in which every
+        reply was refused (a greedy model repeats its refused question word for word, and two empty rounds end the
+        run). A one-table idea goes to the initial workspace; one that joins tables (never from the initial
+        workspace) deepens the latest verified node whose question names one of its files, else the latest one."""
+        def latest(p: str) -> int:
+            return -int(p) if p.isdigit() else 0
+
+        for q in ideas:
+            files = set(re.findall(r"[\w.-]+\.[A-Za-z]\w*", q))
+            if self.spread(q):
+                order = sorted(self.eligible, key=lambda p: (
+                    not any(f in self.nodes[p].goal for f in files), latest(p)))
+            else:
+                order = sorted(self.eligible, key=lambda p: (self.nodes[p].depth > 0, latest(p)))
+            for parent in order:
+                own = [f.id for f in self.findings.values() if f.node_id == parent]
+                if not own:
+                    continue
+                d = Direction(question=q, mode="deepen", depends_on=own[0],
+                              work_mode=self.mode_names[0] if self.mode_names else "exploration",
+                              why="the strongest relation in the data not asked yet (every reply was refused)")
+                if not self.direction_problems(parent, d, set()):
+                    return DirectorOutput(decision=Expansion(parent=parent, directions=[d]))
+        return None
+
     def trimmed(self, out: DirectorOutput) -> DirectorOutput:
         decision = out.decision
         if isinstance(decision, Expansion) and len(decision.directions) > self.k:
@@ -247,6 +274,11 @@ async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile,
     elif outcome.calls:  # no reply passed every rule: the latest expansion with acceptable directions, if any
         outcome.value = next((kept for d in _decisions(outcome)
                               if (kept := checker.salvage(checker.normalised(d))) is not None), None)
+        if outcome.value is None and (taken := checker.from_ideas(ideas)) is not None:
+            outcome.value = taken
+            d = taken.decision.directions[0]  # type: ignore[union-attr]
+            outcome.errors.append(f"every reply was refused: took the idea {d.question!r} on node "
+                                  f"{taken.decision.parent}")  # type: ignore[union-attr]
     return outcome
 
 

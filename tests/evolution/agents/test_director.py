@@ -278,3 +278,36 @@ async def test_directions_on_two_other_nodes_findings_keep_the_first_ones_node(s
     d = out.value.decision
     assert d.parent == "n1" and [x.depends_on for x in d.directions] == ["f1"]
     assert "depends_on 'f3' is not a verified finding of node 'n1'" in out.errors[0]
+
+
+async def test_a_round_whose_replies_are_all_refused_takes_the_first_idea_a_parent_can_take(scripted_llm) -> None:
+    """The 1.5B model repeated one refused question three times and two empty rounds ended an embedded run. The
+    first idea is then taken: a one-table idea from the initial workspace; an idea that joins tables (refused
+    from the initial workspace) deepens the latest verified node whose question names one of its files."""
+    script, llm = scripted_llm
+    columns = {"crm.xlsx[crm]": ["customer_id", "region", "income"],
+               "orders.csv": ["order_id", "acct_ref", "discount_pct", "amount"]}
+    nodes = [*NODES[:2], NodeRecord(
+        id="n3", parents=["n0"], mode="deepen", depth=1, status="verified", goal="In orders.csv, how are "
+        "discount_pct and amount correlated?",
+        findings=[Finding(id="f3", node_id="n3", statement="r = -0.2.", status="supported")])]
+    repeat = {"decision": {"kind": "expansion", "parent": "n1", "directions": [direction("Which region sells most?")]}}
+    one_table = "In orders.csv, how does the mean amount differ across discount_pct?"
+    join = ("Joining orders.csv (acct_ref) to crm.xlsx[crm] (customer_id), matching the ids by the number in them, "
+            "how strongly are amount and income correlated?")
+    script.queue(repeat, repeat, repeat)
+    out = await direct(llm, nodes, WS, DOMAIN, seen=lambda q: False, columns=columns, ideas=[one_table],
+                       retries=2)
+    d = out.value.decision
+    assert d.parent == "n0" and d.directions[0].question == one_table and d.directions[0].depends_on == "f0"
+    assert d.directions[0].work_mode == "descriptive"  # the domain's first work mode
+    assert out.errors[-1] == f"every reply was refused: took the idea {one_table!r} on node n0"
+
+    script.queue(repeat, repeat, repeat)
+    out = await direct(llm, nodes, WS, DOMAIN, seen=lambda q: False, columns=columns, ideas=[join], retries=2)
+    d = out.value.decision
+    assert d.parent == "n3" and d.directions[0].depends_on == "f3"  # n3's question names orders.csv; n1's does not
+
+    script.queue(repeat, repeat, repeat)  # an idea every parent refuses (already asked) gives nothing
+    out = await direct(llm, nodes, WS, DOMAIN, seen=lambda q: True, columns=columns, ideas=[one_table], retries=2)
+    assert out.value is None
