@@ -202,3 +202,29 @@ def test_respelled_merge_note_fires_only_for_an_unmatched_merge_on_a_respelled_k
     other = "m = a.merge(b, on='region')\nprint(m['v'].mean())"
     assert respelled_merges(other, "nan\n", facts.respelled) == []  # not a respelled key
     assert respelled_merges("print(a['site_id'].mean())", "nan\n", facts.respelled) == []  # no merge
+
+
+def test_a_column_compared_with_a_text_it_does_not_hold_gets_its_values(tmp_path) -> None:
+    """The 1.5B model filtered `department == "engineering"` where the data codes it 'ENG' (the memo said so), got
+    NaN and looped. The note lists the column's values; a text it holds, or a column whose values the profile
+    does not know in full, gets nothing."""
+    from worldsmith.agents.analyst import compared_literals, observation_text, unheld_values
+    from worldsmith.agents.answer_guards import profile_facts
+    from worldsmith.tools.sandbox.base import ExecResult
+
+    (tmp_path / "hr.csv").write_text("emp,department,city\n" + "".join(
+        f"E{i},{['ENG', 'OPS', 'SLS'][i % 3]},c{i}\n" for i in range(60)))
+    facts = profile_facts([str(tmp_path / "hr.csv")])
+    assert sorted(facts.values["department"]) == ["ENG", "OPS", "SLS"]
+    assert "city" not in facts.values  # 60 distinct cities: not listed in full, so nothing is claimed about them
+    code = ("eng = df[df['department'] == \"engineering\"]\nops = df[df.department != 'OPS']\n"
+            "both = df[df['department'].isin(['ENG', 'sales'])]\nx = df[df['city'] == 'nowhere']")
+    assert compared_literals(code) == [("department", "engineering"), ("department", "OPS"), ("department", "ENG"),
+                                       ("department", "sales"), ("city", "nowhere")]
+    notes = unheld_values(code, facts.values)
+    assert len(notes) == 2 and notes[0].startswith("'engineering' is not a value of `department` (its values: ")
+    assert all(v in notes[0] for v in ("'ENG'", "'OPS'", "'SLS'")) and notes[1].startswith("'sales' is not")
+    text = observation_text(ExecResult(ok=True, stdout="nan\n"), 2000, facts, code=code)
+    assert "'engineering' is not a value of `department`" in text and "Compare with the data's own values" in text
+    assert "not a value" not in observation_text(ExecResult(ok=True, stdout="3\n"), 2000, facts,
+                                                 code="df[df['department'] == 'ENG']")

@@ -35,9 +35,11 @@ def test_each_name_is_placed_and_the_documents_lines_on_it_are_quoted(tmp_path: 
     ws = profile_workspace(_room(tmp_path), as_mounted=True)
     lines = request_notes(REQUEST, ws)
     text = "\n".join(lines)
-    # by hand: only orders_2023.csv has a column `amount`; no table has `orders`; `region` is in customers.csv
+    # by hand: only orders_2023.csv has a column `amount`; `orders` names the rows ("the `orders` records"), not a
+    # column (a small model made such a name a column and looped on the error); `region` is in customers.csv
     assert "- `amount`: a column of orders_2023.csv" in lines
-    assert "- `orders`: no table has a column by this name" in text
+    assert "- `orders`: names the kind of row the request counts, not a column; nothing needs to be made for it" in lines
+    assert "no table has a column by this name" not in text
     assert "- `region`: a column of customers.csv" in lines
     # 'north' is not among region's values (N, S): the line lists the values the column holds
     assert "- 'north' is not a value of `region` in customers.csv; its values: 'N', 'S'" in lines
@@ -103,3 +105,10 @@ def test_a_key_every_table_carries_does_not_pull_in_every_note(tmp_path: Path) -
     assert "- memo.md says: The export can repeat a record." in lines  # `amt`: one file, its note whole
     lines = request_notes("Count rows per `cust` and `region`.", ws)
     assert not any(x.startswith("- memo.md") for x in lines)
+
+
+def test_a_name_no_table_holds_is_a_row_kind_only_when_the_request_says_records_or_rows(tmp_path: Path) -> None:
+    ws = profile_workspace(_room(tmp_path), as_mounted=True)
+    lines = request_notes("Count the `visits` rows and the mean of `orders` over `region`.", ws)
+    assert "- `visits`: names the kind of row the request counts, not a column; nothing needs to be made for it" in lines
+    assert "- `orders`: no table has a column by this name" in lines  # not written as a kind of row here

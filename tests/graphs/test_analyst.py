@@ -391,6 +391,21 @@ async def test_a_multi_file_question_gets_its_names_placed_and_rl_prompts_match(
     assert task_prompt(task, 4000)[-1]["content"] == turn
 
 
+async def test_a_filter_on_a_text_the_column_does_not_hold_gets_the_columns_values(scripted, sales_csv: Path) -> None:
+    """A cell without an error that filters on a label the data spells otherwise ('North' for 'north') is told the
+    column's values; the fixed cell is not."""
+    script, make_rt = scripted
+    script.queue("<think>filter</think><code>df = pd.read_csv('sales.csv')\n"
+                 "print(df[df['region'] == 'North']['amount'].sum())</code>",
+                 "<think>fix</think><code>print(df[df['region'] == 'north']['amount'].sum())</code>",
+                 "<think>done</think><answer>@mean_amount[10.0]</answer>")
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    assert first.startswith("0") and "'North' is not a value of `region` (its values: " in first
+    assert all(v in first for v in ("'north'", "'south'", "'east'"))
+    assert "not a value" not in second
+
+
 @pytest.mark.parametrize("cell", ["print(df[df['amount'] > 1 & df['region'] == 'north'])",
                                   "print(df[(df['amount'] > 1) and (df['region'] == 'north')])"])
 async def test_conditions_combined_without_parentheses_get_the_pandas_form(scripted, sales_csv: Path, cell) -> None:

@@ -343,6 +343,35 @@ def pandas_notes(code: str, error: Any) -> str:
     return text
 
 
+#: a column compared with a text literal: df["col"] == "v", df.col != 'v', df["col"].isin(["a", "b"])
+_LITERAL_CMP = re.compile(r"""(?:\[\s*(['"])(?P<col>[^'"\n]{1,64})\1\s*\]|\.(?P<attr>[A-Za-z_]\w*))\s*"""
+                          r"""(?:[!=]=\s*(?P<q>['"])(?P<val>[^'"\n]{0,64})(?P=q)|\.isin\(\s*\[(?P<many>[^\]\n]{0,400})\])""")
+_QUOTED_ITEM = re.compile(r"""(['"])([^'"\n]{0,64})\1""")
+
+
+def compared_literals(code: str) -> list[tuple[str, str]]:
+    """(column, text) for every column the code compares with a quoted text (==, != or .isin([...]))."""
+    out: list[tuple[str, str]] = []
+    for m in _LITERAL_CMP.finditer(code):
+        col = m.group("col") or m.group("attr")
+        texts = [m.group("val")] if m.group("val") is not None else [
+            t for _, t in _QUOTED_ITEM.findall(m.group("many") or "")]
+        out += [(col, t) for t in texts]
+    return list(dict.fromkeys(out))
+
+
+def unheld_values(code: str, values: Mapping[str, Sequence[str]]) -> list[str]:
+    """'text' is not a value of `col` (its values: …) for each quoted text the code compares a column with that
+    the column, all of whose values the profile knows, does not hold (a label for the data's code, another case)."""
+    out = []
+    for col, text in compared_literals(code):
+        known = values.get(col)
+        if known and text not in known:
+            shown = ", ".join(repr(v) for v in known[:8]) + (", …" if len(known) > 8 else "")
+            out.append(f"{text!r} is not a value of `{col}` (its values: {shown})")
+    return out
+
+
 #: a pandas reader called on a quoted path: pd.read_csv("data/x.xlsx", ...)
 _READ_CALL = re.compile(r"\b(?:pd|pandas)\.(read_\w+)\(\s*[rf]?(['\"])(.+?)\2")
 
@@ -377,7 +406,8 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
     columns of the DataFrame it was looked up in (when the sandbox reports them), and with the inputs' `facts` the
     data's spelling of a near-miss column name and, for a column only some tables have, those tables and the
     others' columns; for a file read with the wrong pandas reader, its exact load call; for a merge on ids the
-    tables spell differently that matched nothing, how to merge them; for conditions combined without parentheses
+    tables spell differently that matched nothing, how to merge them; for a column compared with a text it does not
+    hold, the values it has (:func:`unheld_values`); for conditions combined without parentheses
     (or with `and`/`or`) and for `.dt` on text dates, how pandas wants them (:func:`pandas_notes`); for a cell cut off at the turn's token budget (`cut_off_at`), that
     it was cut."""
     text = result.to_observation(max_chars)
@@ -394,6 +424,8 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
     if merged := respelled_merges(code, getattr(result, "stdout", "") or "", facts.respelled, error):
         text += "\n" + feedback("respelled merge", columns=", ".join(map(repr, merged)), column=merged[0],
                                 spellings="; ".join(facts.respelled[c] for c in merged))
+    if unheld := unheld_values(code, facts.values):
+        text += "\n" + feedback("value not held", values="; ".join(unheld))
     if error and (wrong := wrong_readers(code, facts.loads)):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
     text += pandas_notes(code, error)

@@ -64,17 +64,30 @@ class DataFacts:
     tables: dict[str, tuple[str, ...]] = field(default_factory=dict)  # table as the profile lists it → its columns
     # an id column some tables spell differently (P-00001 / PAT_1 / p1) → how each table spells it, in words
     respelled: dict[str, str] = field(default_factory=dict)
+    # a text column whose every value the profile lists (read on every row) → those values, over all its tables
+    values: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_profile(cls, ws: Any) -> DataFacts:
         """From a tools.files WorkspaceProfile."""
+        from worldsmith.tools.files.names import complete_values
+
         columns: dict[str, None] = {}
         ranges: dict[str, tuple[float, float]] = {}
         unknown: set[str] = set()
         loads: dict[str, str] = {}
         tables: dict[str, tuple[str, ...]] = {}
+        values: dict[str, dict[str, None]] = {}
+        partial: set[str] = set()
         for table in ws.tables:
             tables[table.label] = tuple(c.name for c in table.columns)
+            for c in table.columns:
+                if c.semantic_type in ("categorical", "bool", "text"):
+                    known = complete_values(table, c.name)
+                    if known is None:
+                        partial.add(c.name)
+                    else:
+                        values.setdefault(c.name, {}).update(dict.fromkeys(known))
             if getattr(table, "load", None):
                 loads.setdefault(table.file, table.load)
             if getattr(table, "alias", None) and getattr(table, "alias_load", None):
@@ -90,18 +103,20 @@ class DataFacts:
                 old = ranges.get(c.name, (lo, hi))
                 ranges[c.name] = (min(old[0], float(lo)), max(old[1], float(hi)))
         return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads, tables,
-                   _respelled(getattr(ws, "joins", [])))
+                   _respelled(getattr(ws, "joins", [])),
+                   {k: tuple(v) for k, v in values.items() if k not in partial})
 
     def to_state(self) -> dict[str, Any]:
         return {"columns": list(self.columns), "ranges": {k: list(v) for k, v in self.ranges.items()},
                 "loads": dict(self.loads), "tables": {k: list(v) for k, v in self.tables.items()},
-                "respelled": dict(self.respelled)}
+                "respelled": dict(self.respelled), "values": {k: list(v) for k, v in self.values.items()}}
 
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> DataFacts:
         return cls(tuple(data.get("columns") or ()), {k: (v[0], v[1]) for k, v in (data.get("ranges") or {}).items()},
                    dict(data.get("loads") or {}), {k: tuple(v) for k, v in (data.get("tables") or {}).items()},
-                   dict(data.get("respelled") or {}))
+                   dict(data.get("respelled") or {}),
+                   {k: tuple(v) for k, v in (data.get("values") or {}).items()})
 
 
 def _respelled(joins: Sequence[Any]) -> dict[str, str]:

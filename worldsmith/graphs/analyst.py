@@ -214,7 +214,8 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         await sb.run(agent.PRELUDE)
         await _replay(sb, state.get("steps", []))
     result = await sb.run(code, timeout=cfg.cell_timeout_s)
-    suspect = result.error is not None or agent.empty_merge(code, result.stdout or "")
+    suspect = (result.error is not None or agent.empty_merge(code, result.stdout or "")
+               or bool(agent.compared_literals(code)))  # a label the data codes otherwise matches no row
     profiled = await _profiled(state) if suspect else None
     facts = guards.DataFacts.from_state(profiled) if profiled else None
     last_call = (state.get("calls") or [{}])[-1]

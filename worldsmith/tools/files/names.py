@@ -22,6 +22,8 @@ _CODE = re.compile(r"`([^`\n]{1,64})`")
 _NAME = re.compile(r"[A-Za-z_][\w .%-]*")
 _FILE_LIKE = re.compile(r"\.[A-Za-z][\w]{0,6}$")  # data/crm.csv, ledger.xlsx: a file, not a column
 _VALUE = re.compile(r"`([^`\n]{1,64})`\s+(?:is|equals|==?)\s+'([^'\n]{1,64})'")
+#: a name for a kind of row, not a column: "the `meter_months` records", "`visits` rows"
+_ROWS = re.compile(r"`([^`\n]{1,64})`\s+(?:records|rows|entries)\b")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 MAX_TABLES = 4  # tables listed per name
 MAX_VALUES = 8  # values listed for a value a column does not hold
@@ -59,17 +61,26 @@ def _closest(ws: WorkspaceProfile, name: str) -> str:
     return template("profile_notes.md").section("closest column", column=hit, table=columns[hit]) if hit else ""
 
 
+def complete_values(t: TableProfile, column: str) -> list[str] | None:
+    """Every value of a column the profile read on every row and listed in full (None when it did not: a sampled
+    table, more values than it lists, a clipped value)."""
+    c = next((c for c in t.columns if c.name == column), None)
+    if c is None:
+        return None
+    values = [v.value for v in getattr(c, "top_values", [])] or list(getattr(c, "examples", []))  # no value repeats
+    complete = (not t.sampled and values and len(set(values)) >= getattr(c, "n_unique", len(values) + 1)
+                and not any(v.endswith("…") for v in values))  # a clipped value is not the value
+    return values if complete else None
+
+
 def _missing_values(ws: WorkspaceProfile, request: str) -> list[str]:
     """A quoted value (`col` is 'v') that a column profiled on every row, with all its values known, does not hold."""
     notes = template("profile_notes.md")
     out: list[str] = []
     for column, value in dict.fromkeys(_VALUE.findall(request)):
         for t in _holders(ws, column):
-            c = next(c for c in t.columns if c.name == column)
-            values = [v.value for v in c.top_values] or list(c.examples)  # examples: when no value repeats
-            complete = (not t.sampled and values and len(set(values)) >= c.n_unique
-                        and not any(v.endswith("…") for v in values))  # a clipped value is not the value
-            if complete and value not in values:
+            values = complete_values(t, column)
+            if values is not None and value not in values:
                 shown = ", ".join(repr(v) for v in values[:MAX_VALUES]) + (", …" if len(values) > MAX_VALUES else "")
                 out.append(notes.section("value not held", value=value, column=column, table=t.label, values=shown))
     return out
@@ -105,9 +116,12 @@ def request_notes(request: str, ws: WorkspaceProfile) -> list[str]:
     whole = {label: ", ".join(g.labels) for g in table_parts(ws.tables) for label in g.labels}
     out = []
     holders = {name: _holders(ws, name) for name in names}
+    rows = set(_ROWS.findall(request))
     for name, held in holders.items():
         if held:
             out.append(notes.section("name held", name=name, tables=_listed([t.label for t in held])))
+        elif name in rows:  # it names what a row is; a small model made it a column and looped on the error
+            out.append(notes.section("rows named", name=name))
         else:
             out.append(notes.section("name not held", name=name, closest=_closest(ws, name)))
     # every named column in one table: that table alone answers (a merge only adds rows that can fail to match)
