@@ -15,6 +15,7 @@ tasks per world are kept, distinct kinds of quantity first, and ordered round ro
     python benchmarks/generated_bench.py --build [--out-dir DIR]     # rebuild (byte-identical to the repo's)
     python benchmarks/generated_bench.py [--model qwen2.5-coder-1.5b] [--limit N] [--samples 1] [--threads N]
                                          [--max-turns 6] [--out summary.json] [--resume RUN_DIR] [--cache]
+                                         [--files one|several]   # the questions that need one data file, or several
 
 Running it is the same as benchmarks/dabench_dev.py (same options, same eval harness and grader,
 core/grading.py through the tasks' answer specs); --out writes the summary that benchmarks/compare.py reads.
@@ -158,14 +159,28 @@ def _replace_dir(src: Path, dest: Path) -> None:
         shutil.rmtree(old)
 
 
+def stratum_ids(data: Path, files: str | None) -> list[str] | None:
+    """The ids of the set's questions whose answers need one data file ("one") or several ("several"), in the
+    set's order; None (every question) without `files`."""
+    if files is None:
+        return None
+    from worldsmith.training.bench_summary import file_strata
+
+    label = {"one": "one file", "several": "several files"}[files]
+    return [tid for tid, s in file_strata(data / "tasks.jsonl").items() if s == label]
+
+
 async def run_bench(rt: Any, data: Path = DATA, *, limit: int | None = None, samples: int = 1,
-                    run_path: Path | None = None, progress: Any = None, **meta: Any) -> dict[str, Any]:
+                    run_path: Path | None = None, progress: Any = None, files: str | None = None,
+                    **meta: Any) -> dict[str, Any]:
     """Evaluate the analyst of runtime `rt` on the frozen set (the eval harness, graded by core/grading.py
-    through each answer's spec); returns the benchmark summary (training/bench_summary.py)."""
+    through each answer's spec), or on its questions of one stratum (`files`: "one" or "several" data files);
+    returns the benchmark summary (training/bench_summary.py)."""
     from worldsmith.app.eval import evaluate_path
     from worldsmith.training.bench_summary import summarize_run
 
-    result = await evaluate_path(rt, data, samples=samples, limit=limit, run_path=run_path, progress=progress)
+    result = await evaluate_path(rt, data, samples=samples, limit=limit, ids=stratum_ids(data, files),
+                                 run_path=run_path, progress=progress)
     return summarize_run(result, benchmark=NAME, **meta)
 
 
@@ -183,7 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     progress, on_progress = progress_reporter(show=True)
     with progress:
         return asyncio.run(run_bench(rt, args.data, limit=args.limit, samples=args.samples, run_path=args.resume,
-                                     progress=on_progress, model=args.model, threads=args.threads,
+                                     progress=on_progress, files=args.files, model=args.model, threads=args.threads,
                                      max_turns=settings.analyst.max_turns))
 
 
@@ -201,6 +216,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="write the summary JSON here (for compare.py)")
     ap.add_argument("--resume", type=Path, default=None)
     ap.add_argument("--max-turns", type=int, default=6)
+    ap.add_argument("--files", choices=["one", "several"], default=None,
+                    help="only the questions whose answers need one data file (as a DABench question) or several")
     ap.add_argument("--cache", action="store_true", help="reuse cached LLM responses (times are then not real)")
     args = ap.parse_args()
     if args.build:

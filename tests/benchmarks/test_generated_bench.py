@@ -201,3 +201,14 @@ async def test_runner_scores_three_questions_with_the_scripted_model(scripted, t
     assert [q["correct"] for q in summary["questions"]] == [1.0, 1.0, 0.0]
     assert summary["guards"] == {} and summary["median_s"] is not None
     assert (Path(summary["run_dir"]) / "results.json").is_file()
+
+
+def test_the_set_splits_by_the_data_files_each_answer_needs() -> None:
+    """By hand from the frozen instructions: the large-branch opex mean reads `opex` in the ledger and
+    `size_class` in branch_master.json (two files); the north income mean reads crm.xlsx only."""
+    g = _script()
+    one, several = g.stratum_ids(DATA, "one"), g.stratum_ids(DATA, "several")
+    assert "commercial-growth-retail-s1103-cause-amount-north-income" in one
+    assert "finance-branches-s1101-cause-opex-large-branch-opex" in several
+    assert not set(one) & set(several) and len(one) + len(several) == len(read_task_list(DATA / "tasks.jsonl"))
+    assert g.stratum_ids(DATA, None) is None
