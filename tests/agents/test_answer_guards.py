@@ -228,3 +228,18 @@ def test_a_column_compared_with_a_text_it_does_not_hold_gets_its_values(tmp_path
     assert "'engineering' is not a value of `department`" in text and "Compare with the data's own values" in text
     assert "not a value" not in observation_text(ExecResult(ok=True, stdout="3\n"), 2000, facts,
                                                  code="df[df['department'] == 'ENG']")
+
+
+def test_unshown_numbers_by_hand() -> None:
+    from worldsmith.agents.answer_guards import Cell, unshown
+
+    cells = [Cell("print(a)", True, "engineering mean 85349.2\noperations mean 61184.6\n"),
+             Cell("print(b)", False, "10253.0\nKeyError: 'x'")]  # a failed cell's output backs nothing
+    assert unshown("@gap[24164.6]", ["gap"], cells) is not None  # the difference was never printed
+    assert unshown("@gap[10253]", ["gap"], cells).detail == "@gap[10253]"
+    assert unshown("@mean[85349]", ["mean"], cells) is None  # 85349.2 at the answer's precision
+    assert unshown("@mean[85349.2]", ["mean"], cells) is None
+    assert unshown("@mean[85349.9]", ["mean"], cells) is not None  # not within half its last place (0.05)
+    assert unshown("@n[3]", ["n"], cells) is None  # a small whole number is a count or a label: not checked
+    assert unshown("@kind[engineering]", ["kind"], cells) is None  # not a number
+    assert unshown("@gap[10253] @other[1]", ["other"], cells) is None  # only the requested names are checked

@@ -302,10 +302,14 @@ async def test_a_cell_cut_off_at_the_turn_budget_is_named_as_such(scripted, sale
     assert "token limit" not in traj["steps"][1]["observation"]  # a complete cell gets no such note
 
 
+#: a cell that prints a number with more decimals than the question asks for (the answers below repeat it)
+UNROUNDED_CELL = "<think>x</think><code>df = pd.read_csv('sales.csv')\nprint(df['amount'].mean() + 0.1234)</code>"
+
+
 async def test_rounding_feedback_ignored_twice_is_recorded_as_post_processing(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"
-    script.queue(CODE_TURN, unrounded, unrounded, unrounded)
+    script.queue(UNROUNDED_CELL, unrounded, unrounded, unrounded)
     final, _ = await _run(make_rt(), QUESTION, [sales_csv])
     traj = final["trajectory"]
     assert traj["final_answer"] == "The mean is 20.1234. @mean_amount[20.1234]"  # the model's own answer, untouched
@@ -318,7 +322,7 @@ async def test_rounding_feedback_ignored_twice_is_recorded_as_post_processing(sc
 async def test_a_placeholder_copied_after_its_feedback_is_cut_then_rounded_on_record(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     copied = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234 in units, e.g. 12.3]</answer>"
-    script.queue(CODE_TURN, copied, copied, copied)
+    script.queue(UNROUNDED_CELL, copied, copied, copied)
     final, _ = await _run(make_rt(), QUESTION, [sales_csv])
     traj = final["trajectory"]
     feedback = [m["content"] for m in traj["calls"][-1]["messages"] if m["content"].startswith("Your answer does not")]
@@ -334,7 +338,7 @@ async def test_a_placeholder_copied_after_its_feedback_is_cut_then_rounded_on_re
 async def test_post_processing_is_off_when_sampling_training_data(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"
-    script.queue(CODE_TURN, unrounded, unrounded, unrounded)
+    script.queue(UNROUNDED_CELL, unrounded, unrounded, unrounded)
     final, _ = await _run(make_rt(), QUESTION, [sales_csv], postprocess=False)
     traj = final["trajectory"]
     assert traj["postprocess"] == []
@@ -344,7 +348,7 @@ async def test_post_processing_is_off_when_sampling_training_data(scripted, sale
 async def test_the_setting_turns_post_processing_off(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     unrounded = "<think>x</think><answer>@mean_amount[20.1234]</answer>"
-    script.queue(CODE_TURN, unrounded, unrounded, unrounded)
+    script.queue(UNROUNDED_CELL, unrounded, unrounded, unrounded)
     final, _ = await _run(make_rt(analyst={"postprocess": False}), QUESTION, [sales_csv])
     assert final["trajectory"]["postprocess"] == [] and final["trajectory"]["graded_answer"] == "@mean_amount[20.1234]"
 
@@ -352,12 +356,13 @@ async def test_the_setting_turns_post_processing_off(scripted, sales_csv: Path) 
 async def test_a_salvaged_turn_records_the_raw_completion_and_what_was_repaired(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     # no <think>: lenient parsing salvages it
-    script.queue("Load it first.\n<code>\ndf = pd.read_csv('sales.csv')\n</code>", ANSWER_TURN)
+    script.queue("Load it first.\n<code>\nprint(pd.read_csv('sales.csv')['amount'].mean())\n</code>", ANSWER_TURN)
     final, _ = await _run(make_rt(), QUESTION, [sales_csv])
     first = final["trajectory"]["calls"][0]
-    assert first["completion"] == "Load it first.\n<code>\ndf = pd.read_csv('sales.csv')\n"  # the stop ate </code>
+    cell = "print(pd.read_csv('sales.csv')['amount'].mean())"
+    assert first["completion"] == f"Load it first.\n<code>\n{cell}\n"  # the stop ate </code>
     assert first["repaired"].startswith("a turn must start with <think>")
-    assert first["reply"] == "<think>\nLoad it first.\n</think>\n<code>\ndf = pd.read_csv('sales.csv')\n</code>"
+    assert first["reply"] == f"<think>\nLoad it first.\n</think>\n<code>\n{cell}\n</code>"
     assert script.requests[1].messages[-2]["content"] == first["reply"]
 
 
@@ -413,7 +418,7 @@ async def test_conditions_combined_without_parentheses_get_the_pandas_form(scrip
     fixed = "print(df[(df['amount'] > 1) & (df['region'] == 'north')]['amount'].sum())"
     script.queue(f"<think>filter</think><code>df = pd.read_csv('sales.csv')\n{cell}</code>",
                  f"<think>parenthesise</think><code>{fixed}</code>",
-                 "<think>done</think><answer>@mean_amount[20.0]</answer>")
+                 "<think>done</think><answer>@mean_amount[10.0]</answer>")  # the fixed cell prints 10
     final, _ = await _run(make_rt(), QUESTION, [sales_csv])
     first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
     assert "wrap each one in parentheses" in first and "Error" in first  # pandas' own error, then the note

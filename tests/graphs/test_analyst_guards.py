@@ -203,3 +203,24 @@ async def test_reading_a_file_with_an_odd_name_counts_as_evidence(scripted, tmp_
     traj = await _solve(make_rt(), TOTAL, [odd])
     assert traj.steps[0].execution.ok, traj.steps[0].observation
     assert traj.guards == [] and traj.status == "answered"
+
+
+async def test_an_answer_number_no_output_shows_gets_one_reask_and_is_kept_after_it(scripted, sales_csv: Path) -> None:
+    """The 1.5B model answered a salary gap of 10253 that no cell printed (two sample rows of the prompt, subtracted).
+    The answer is re-asked once; a second unshown answer is kept (the guard does not block): the grade decides."""
+    script, make_rt = scripted
+    script.queue(READ_TOTAL, answer("@total[75.5]"), answer("@total[75.5]"))
+    traj = await _solve(make_rt(), TOTAL, [sales_csv])
+    assert fired(traj) == [("unshown", True), ("unshown", False)]
+    assert guard_messages(traj) == ["guard:unshown"]
+    assert "No output of your code shows @total[75.5]" in script.requests[2].last_user
+    assert traj.status == "answered" and traj.final_answer == "@total[75.5]"
+
+
+async def test_a_number_printed_with_more_decimals_or_as_a_fraction_is_shown(scripted, shop_csv: Path) -> None:
+    script, make_rt = scripted
+    q = "What share of the revenue comes from the first row, in percent? Answer as @share[value]."
+    code = "<think>Share.</think><code>df = pd.read_csv('shop.csv')\nprint(df['revenue'].iloc[0] / df['revenue'].sum())</code>"
+    script.queue(code, answer("@share[5.15]"))  # printed 20 / 388 = 0.0515463…; 5.15% is that fraction
+    traj = await _solve(make_rt(), q, [shop_csv])
+    assert traj.guards == [] and traj.final_answer == "@share[5.15]"

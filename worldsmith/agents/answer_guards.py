@@ -11,7 +11,10 @@ Kinds, in the order the check node acts on them:
   check's, agents/analyst.py);
 - self_correlation: a correlation question answered with the very column it correlates against;
 - out_of_range: a location statistic of a column (mean, median, min, max, …, per the answer's name or the
-  question) outside the column's observed range.
+  question) outside the column's observed range;
+- unshown: a number the answer gives that no output of a cell that ran shows, at the precision the answer writes
+  it (core/claim_numbers.py's rule; a percentage may be printed as a fraction, small whole numbers are not
+  checked) — made up, or taken from the prompt's sample rows.
 The first two block: still firing once their re-ask is spent, they make the trajectory `unsupported`.
 The checks are pure; `profile_facts` reads the data facts the last two need, only when a question calls for them.
 """
@@ -27,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from worldsmith.core.claim_numbers import printed_numbers, unbacked_numbers
 from worldsmith.core.grading import extract_answers, normalise_text, parse_number
 from worldsmith.core.schemas import BLOCKING_GUARDS, GuardFiring, GuardKind
 from worldsmith.prompts import template
@@ -34,7 +38,8 @@ from worldsmith.prompts import template
 EXAMPLE_TEMPLATE = "analyst_example.json"
 FEEDBACK_TEMPLATE = "analyst_feedback.md"
 #: the order the check node acts on them; the first three come before the format check, the rest after it
-ORDER: tuple[GuardKind, ...] = ("no_evidence", "example_copy", "names", "self_correlation", "out_of_range")
+ORDER: tuple[GuardKind, ...] = ("no_evidence", "example_copy", "names", "self_correlation", "out_of_range",
+                                "unshown")
 BEFORE_FORMAT: frozenset[GuardKind] = frozenset({"no_evidence", "example_copy", "names"})
 
 
@@ -162,7 +167,21 @@ def check_answer(answer: str, question: str, names: Sequence[str], cells: Sequen
     found = [no_evidence(cells, files), example_copy(answer, names, cells), extra_names(answer, names)]
     if facts is not None:
         found += [self_correlation(answer, question, names, facts), out_of_range(answer, question, names, facts)]
+    if files and not any(found):  # an answer already re-asked about, or a guess, needs no second message on its numbers
+        found.append(unshown(answer, names, cells))
     return [f for f in found if f is not None]
+
+
+def unshown(answer: str, names: Sequence[str], cells: Sequence[Cell]) -> Finding | None:
+    """The requested answers whose number no output of a cell that ran shows (see the module's note)."""
+    printed = [x for c in cells if c.ok for x in printed_numbers(c.observation)]
+    got = extract_answers(answer)
+    missing = [f"@{n}[{got[n]}]" for n in names if n in got and parse_number(got[n]) is not None
+               and unbacked_numbers(got[n].strip() if got[n].strip().endswith("%") else got[n].strip() + "%",
+                                    printed)]
+    if not missing:
+        return None
+    return Finding("unshown", ", ".join(missing))
 
 
 def needs_facts(question: str, names: Sequence[str]) -> bool:
