@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import sqlite3
 from pathlib import Path
@@ -172,11 +174,12 @@ def test_respelled_ids_under_different_column_names_get_each_tables_own_column(t
     text = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True).to_prompt(max_chars=6000, compact=True)
     line = next(x for x in text.splitlines() if "different spellings" in x)
     assert "visits.csv.patient_id ('P-00001')" in line and "enrolment.csv.subject ('PAT_1')" in line
-    # no single column name is given for both tables: the recipe reads `col`, each table's own
-    assert 'df["patient_id"]' not in line and 'df["subject"]' not in line
-    assert "df[col]" in line and "each table's own id column" in line
-    expr = line[line.index("`pd.to_numeric") + 1:line.index("`", line.index("`pd.to_numeric") + 1)]
+    # each table gets its own call, on its own column (one call naming one column for both failed on a KeyError)
+    calls = dict((table.strip().rstrip("."), expr) for expr, table in re.findall(r"`(pd\.to_numeric\(.+?\))` in ([\w.\[\]]+)",
+                                                                       line))
+    assert set(calls) == {"visits.csv", "enrolment.csv"}
+    assert 'df["patient_id"]' in calls["visits.csv"] and 'df["subject"]' in calls["enrolment.csv"]
     v, e = pd.read_csv(tmp_path / "visits.csv"), pd.read_csv(tmp_path / "enrolment.csv")
-    v["key"] = eval(expr, {"pd": pd, "df": v, "col": "patient_id"})  # noqa: S307 - the profile's own text
-    e["key"] = eval(expr, {"pd": pd, "df": e, "col": "subject"})  # noqa: S307
+    v["key"] = eval(calls["visits.csv"], {"pd": pd, "df": v})  # noqa: S307 - the profile's own text
+    e["key"] = eval(calls["enrolment.csv"], {"pd": pd, "df": e})  # noqa: S307
     assert len(v.merge(e, on="key")) == 6  # by hand: 1..6 on both sides

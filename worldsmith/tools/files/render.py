@@ -188,12 +188,13 @@ def _table(t: TableProfile, d: Detail) -> str:
 def _respelled(joins: list[CandidateJoin]) -> list[str]:
     """One line per group of columns that spell the same ids differently (joins chained through shared columns),
     with how to merge them (prompts/profile_notes.md)."""
-    groups: list[tuple[dict[str, tuple[str, str]], list[float]]] = []  # {label: (column, example)}, overlaps
+    # {label: (column, example, table)}, overlaps
+    groups: list[tuple[dict[str, tuple[str, str, str]], list[float]]] = []
     for j in joins:
-        sides = {j.left.label: (j.left.column, (j.spellings or ("", ""))[0]),
-                 j.right.label: (j.right.column, (j.spellings or ("", ""))[1])}
+        sides = {j.left.label: (j.left.column, (j.spellings or ("", ""))[0], j.left.table_label),
+                 j.right.label: (j.right.column, (j.spellings or ("", ""))[1], j.right.table_label)}
         hit = [g for g in groups if sides.keys() & g[0].keys()]
-        merged: tuple[dict[str, tuple[str, str]], list[float]] = ({}, [])
+        merged: tuple[dict[str, tuple[str, str, str]], list[float]] = ({}, [])
         for g in hit:
             groups.remove(g)
             merged[0].update(g[0])
@@ -202,14 +203,20 @@ def _respelled(joins: list[CandidateJoin]) -> list[str]:
         merged[1].append(j.overlap_ratio or 0.0)
         groups.append(merged)
     out = []
+    notes = template("profile_notes.md")
     for cols, overlaps in groups:
-        named = ", ".join(f"{label} ({example!r})" for label, (_, example) in cols.items())
-        own = {column for column, _ in cols.values()}  # one name for all: say it; else each table's own column
-        notes = template("profile_notes.md")
-        out.append(notes.section(
-            "respelled ids", columns=named, overlap=f"{min(overlaps):.0%}",
-            column=repr(next(iter(own))).replace("'", '"') if len(own) == 1 else "col",
-            own="" if len(own) == 1 else notes.section("respelled own column")))
+        named = ", ".join(f"{label} ({example!r})" for label, (_, example, _) in cols.items())
+        # one column name for all: one call; else each table's own call (a small model given `df[col]` and the
+        # columns in a list used one table's column for both and failed on a KeyError)
+        by_column: dict[str, list[str]] = {}
+        for column, _, table in cols.values():
+            by_column.setdefault(column, []).append(table)
+        calls = [notes.section("respelled call", column=column) for column in by_column]
+        if len(calls) > 1:
+            calls = [notes.section("respelled call in", call=call, tables=", ".join(tables))
+                     for call, tables in zip(calls, by_column.values())]
+        out.append(notes.section("respelled ids", columns=named, overlap=f"{min(overlaps):.0%}",
+                                 calls="; ".join(calls)))
     return out
 
 
