@@ -181,7 +181,9 @@ async def run_bench(rt: Any, data: Path = DATA, *, limit: int | None = None, sam
 
     result = await evaluate_path(rt, data, samples=samples, limit=limit, ids=stratum_ids(data, files),
                                  run_path=run_path, progress=progress)
-    return summarize_run(result, benchmark=NAME, **meta)
+    # a stratum is its own benchmark row in compare.py, named as compare.py --by-files names it
+    name = NAME if files is None else f"{NAME} ({'one file' if files == 'one' else 'several files'})"
+    return summarize_run(result, benchmark=name, **meta)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

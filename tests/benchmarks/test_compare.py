@@ -163,3 +163,11 @@ def test_compare_splits_a_task_set_by_the_files_its_answers_need(tmp_path: Path)
     assert not any(k.startswith("dabench-dev (") for k in rows)  # dev's questions (q0…q9) are not in the task set
     with pytest.raises(SystemExit):
         _compare().main([str(dev), "--by-files", str(tmp_path / "missing.jsonl")])
+    # a run of one stratum only (generated_bench.py --files one) is not split again
+    only = tmp_path / "only.json"
+    only.write_text(json.dumps({"benchmark": "generated-v1 (one file)", "samples": 1, "n_questions": 2, "n_correct": 1,
+                                "questions": [{"task_id": "g0", "correct": 1.0, "time_s": 1.0},
+                                              {"task_id": "g1", "correct": 0.0, "time_s": 1.0}]}))
+    table = _compare().main([str(dev), str(only), "--by-files", str(tasks)])
+    assert "(one file) (one file)" not in table and "By the files" not in table
+    assert "Gap dabench-dev − generated-v1 (one file): +10.0 points" in table

@@ -235,6 +235,8 @@ def compare_table(groups: Sequence[Sequence[dict[str, Any]]], strata: Mapping[st
     parts = []
     for g in groups if strata else []:
         labels = sorted({strata[q["task_id"]] for s in g for q in s.get("questions", []) if q["task_id"] in strata})
+        if len(labels) < 2:  # a run of one stratum only (generated_bench.py --files) is already that row
+            continue
         for label in labels:
             parts.append(combine([p for s in g if (p := stratum(s, strata, label)) is not None]))
     header = ("| benchmark | runs | samples | questions | accuracy | 95% CI (Wilson) | min–max over runs "
