@@ -159,7 +159,7 @@ def offered_ideas(tables: dict[str, Any], nodes: list[Any], asked: Callable[[str
     verified (a join deepens a verified node, never the initial workspace), join ideas alternate with them, a
     join first."""
     single = [q for q in tables.get("ideas", []) if not asked(q)]
-    deep = any(n.depth > 0 and n.verified for n in nodes)
+    deep = any(node.depth > 0 and node.verified for node in nodes)
     joins = [q for q in tables.get("join_ideas", []) if not asked(q)] if deep else []
     mixed = [q for pair in zip_longest(joins, single) for q in pair if q is not None]
     return mixed[:n]
