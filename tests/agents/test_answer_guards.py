@@ -243,3 +243,21 @@ def test_unshown_numbers_by_hand() -> None:
     assert unshown("@n[3]", ["n"], cells) is None  # a small whole number is a count or a label: not checked
     assert unshown("@kind[engineering]", ["kind"], cells) is None  # not a number
     assert unshown("@gap[10253] @other[1]", ["other"], cells) is None  # only the requested names are checked
+
+
+def test_the_answer_lines_example_value_unshown_is_an_example_copy() -> None:
+    """The 1.5B model answered @marketing_lag_corr[0.43], the answer line's own "e.g. 0.43", which no cell printed."""
+    from worldsmith.agents.answer_guards import Cell, check_answer, format_example_copy
+
+    q = "The lagged correlation. End your answer with @lag_corr[value as a correlation coefficient, e.g. 0.43]"
+    cells = [Cell("df = pd.read_csv('d.csv')\nprint(df['x'].corr(df['y']))", True, "0.2822\n")]
+    f = format_example_copy("@lag_corr[0.43]", q, ["lag_corr"], cells)
+    assert f is not None and f.kind == "example_copy" and "@lag_corr[0.43] is the example value" in f.detail
+    assert format_example_copy("@lag_corr[0.28]", q, ["lag_corr"], cells) is None  # its own number
+    shown = [Cell("print(r)", True, "0.43\n")]
+    assert format_example_copy("@lag_corr[0.43]", q, ["lag_corr"], shown) is None  # computed: the same by chance
+    assert format_example_copy("@lag_corr[0.43]", "Answer as @lag_corr[value].", ["lag_corr"], cells) is None
+    pct = "Answer as @share[value in percent, e.g. 12.5%]"
+    assert format_example_copy("@share[12.5%]", pct, ["share"], cells) is not None
+    # through the guard list: an example copy blocks, so the answer is re-asked, then unsupported
+    assert [x.kind for x in check_answer("@lag_corr[0.43]", q, ["lag_corr"], cells, ["d.csv"])] == ["example_copy"]

@@ -71,7 +71,7 @@ async def test_a_worked_example_copy_is_reasked_and_cannot_pass(scripted, sales_
         "eval", tmp_path / "runs"))
     traj = Trajectory.model_validate_json((tmp_path / "runs").glob("*/trajectories/copy/0.json").__next__().read_text())
     assert fired(traj)[0] == ("example_copy", True)
-    assert "copies the worked example" in script.requests[2].last_user
+    assert "copies an example" in script.requests[2].last_user
     assert guard_messages(traj)[0] == "guard:example_copy"
     assert traj.status == "unsupported" and not traj.grades[-1].passed
     assert ("example_copy", False) in fired(traj)  # still a copy once its re-ask was spent: kept, on record

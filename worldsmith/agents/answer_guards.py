@@ -6,7 +6,8 @@ Kinds, in the order the check node acts on them:
 - no_evidence: files were given, yet no code cell that ran without an error touched them (read a file, or used a
   variable an earlier file-reading cell made) — the answer is a guess;
 - example_copy: the answer repeats the worked example (its unrequested names, its sentence, or its values where no
-  output of this conversation shows them);
+  output of this conversation shows them), or gives the example value of the question's answer line ("e.g. 0.43")
+  that no output shows;
 - names: the answer writes @names nobody requested, other than the example's (missing ones are the format
   check's, agents/analyst.py);
 - self_correlation: a correlation question answered with the very column it correlates against;
@@ -164,7 +165,9 @@ def check_answer(answer: str, question: str, names: Sequence[str], cells: Sequen
                  facts: DataFacts | None = None) -> list[Finding]:
     """Every guard that fires on this final answer, in ORDER. `cells`: the conversation's executed cells so far;
     `files`: the question's inputs (no files: nothing to touch); `facts`: None skips the data-dependent guards."""
-    found = [no_evidence(cells, files), example_copy(answer, names, cells), extra_names(answer, names)]
+    found = [no_evidence(cells, files), example_copy(answer, names, cells) or format_example_copy(answer, question,
+                                                                                              names, cells),
+             extra_names(answer, names)]
     if facts is not None:
         found += [self_correlation(answer, question, names, facts), out_of_range(answer, question, names, facts)]
     if files and not any(found):  # an answer already re-asked about, or a guess, needs no second message on its numbers
@@ -269,6 +272,25 @@ def example_copy(answer: str, names: Sequence[str], cells: Sequence[Cell],
         return Finding("example_copy", f"{', '.join(copied)} is the example's value, and no output of your code "
                                        "shows it")
     return None
+
+
+def format_example_copy(answer: str, question: str, names: Sequence[str], cells: Sequence[Cell]) -> Finding | None:
+    """An answer whose value is the example the question's answer line gives for it ("@r[value …, e.g. 0.43]"
+    answered @r[0.43]) while no output of this conversation shows it: a copied placeholder, not a result."""
+    seen = "\n".join(c.observation for c in cells)
+    got = extract_answers(answer)
+    copied = []
+    for n in names:
+        m = re.search(rf"@{re.escape(n)}\[[^\]]*?\be\.g\.\s*([-+]?[\d.,]+%?)", question)
+        if m is None or n not in got:
+            continue
+        example, value = parse_number(m.group(1).rstrip(".,")), parse_number(got[n])
+        if example is not None and value == example and not _shows_number(seen, got[n].strip()):
+            copied.append(f"@{n}[{got[n].strip()}]")
+    if not copied:
+        return None
+    return Finding("example_copy", f"{', '.join(copied)} is the example value of the answer line, and no output "
+                                   "of your code shows it")
 
 
 def _shows_number(text: str, value: str) -> bool:
