@@ -261,3 +261,31 @@ def test_the_answer_lines_example_value_unshown_is_an_example_copy() -> None:
     assert format_example_copy("@share[12.5%]", pct, ["share"], cells) is not None
     # through the guard list: an example copy blocks, so the answer is re-asked, then unsupported
     assert [x.kind for x in check_answer("@lag_corr[0.43]", q, ["lag_corr"], cells, ["d.csv"])] == ["example_copy"]
+
+
+def _pandas_error(fn) -> object:  # noqa: ANN001
+    """The ExecError the sandbox would report for what `fn` raises in real pandas."""
+    from worldsmith.tools.sandbox.base import ExecError
+
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        return ExecError(type=type(e).__name__, message=str(e))
+    raise AssertionError("expected an error")
+
+
+def test_pandas_date_slips_get_their_notes() -> None:
+    """Dates written two ways across tables (2023-01-02 and 2023/01/02) with a fixed format=, and `.dt` on text
+    dates: the 1.5B model repeated the failing cell five times. Errors raised by pandas itself."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import pandas_notes
+
+    mixed = pd.Series(["2023-01-02", "2023/01/09"])
+    fmt = _pandas_error(lambda: pd.to_datetime(mixed, format="%Y-%m-%d"))
+    assert 'format="mixed"' in pandas_notes("pd.to_datetime(df['period'], format='%Y-%m-%d')", fmt)
+    text = _pandas_error(lambda: pd.Series(["2023-01-02"]).dt.month)
+    note = pandas_notes("df['date'].dt.month", text)
+    assert "holds dates as text" in note and "written in the format you gave" not in note
+    other = _pandas_error(lambda: pd.Series([1]).loc[5])
+    assert pandas_notes("s.loc[5]", other) == ""

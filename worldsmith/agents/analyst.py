@@ -330,16 +330,21 @@ def bool_combine_error(code: str, error: Any) -> bool:
 
 #: what pandas raises for `.dt` on a column of text (dates read from CSV/JSON are strings until parsed)
 _TEXT_DATES = re.compile(r"Can only use \.dt accessor with datetimelike values")
+#: what pd.to_datetime raises when a format= does not fit every value (files that write dates in other ways)
+_DATE_FORMAT = re.compile(r"time data .{0,80}? (?:doesn't|does not) match format|unconverted data remains")
 
 
 def pandas_notes(code: str, error: Any) -> str:
-    """Notes for two pandas slips a small model repeats as written, however often the error comes back: conditions
-    combined without parentheses (or with `and`/`or`), and `.dt` on a column of text dates. '' otherwise."""
+    """Notes for pandas slips a small model repeats as written, however often the error comes back: conditions
+    combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, and a `format=` that does
+    not fit every date (tables that write dates differently). '' otherwise."""
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")
     if error is not None and _TEXT_DATES.search(f"{error.type}: {error.message}"):
         text += "\n" + feedback("text dates")
+    if error is not None and _DATE_FORMAT.search(f"{error.type}: {error.message}"):
+        text += "\n" + feedback("date formats")
     return text
 
 
