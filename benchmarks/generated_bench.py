@@ -164,10 +164,9 @@ def stratum_ids(data: Path, files: str | None) -> list[str] | None:
     set's order; None (every question) without `files`."""
     if files is None:
         return None
-    from worldsmith.training.bench_summary import file_strata
+    from worldsmith.training.bench_summary import FILE_STRATA, file_strata
 
-    label = {"one": "one file", "several": "several files"}[files]
-    return [tid for tid, s in file_strata(data / "tasks.jsonl").items() if s == label]
+    return [tid for tid, s in file_strata(data / "tasks.jsonl").items() if s == FILE_STRATA[files]]
 
 
 async def run_bench(rt: Any, data: Path = DATA, *, limit: int | None = None, samples: int = 1,
@@ -177,12 +176,12 @@ async def run_bench(rt: Any, data: Path = DATA, *, limit: int | None = None, sam
     through each answer's spec), or on its questions of one stratum (`files`: "one" or "several" data files);
     returns the benchmark summary (training/bench_summary.py)."""
     from worldsmith.app.eval import evaluate_path
-    from worldsmith.training.bench_summary import summarize_run
+    from worldsmith.training.bench_summary import FILE_STRATA, summarize_run
 
     result = await evaluate_path(rt, data, samples=samples, limit=limit, ids=stratum_ids(data, files),
                                  run_path=run_path, progress=progress)
     # a stratum is its own benchmark row in compare.py, named as compare.py --by-files names it
-    name = NAME if files is None else f"{NAME} ({'one file' if files == 'one' else 'several files'})"
+    name = NAME if files is None else f"{NAME} ({FILE_STRATA[files]})"
     return summarize_run(result, benchmark=name, **meta)
 
 
@@ -218,7 +217,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="write the summary JSON here (for compare.py)")
     ap.add_argument("--resume", type=Path, default=None)
     ap.add_argument("--max-turns", type=int, default=6)
-    ap.add_argument("--files", choices=["one", "several"], default=None,
+    ap.add_argument("--files", choices=["one", "several"], default=None,  # bench_summary.FILE_STRATA
                     help="only the questions whose answers need one data file (as a DABench question) or several")
     ap.add_argument("--cache", action="store_true", help="reuse cached LLM responses (times are then not real)")
     args = ap.parse_args()

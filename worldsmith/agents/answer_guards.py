@@ -87,19 +87,18 @@ class DataFacts:
         partial: set[str] = set()
         for table in ws.tables:
             tables[table.label] = tuple(c.name for c in table.columns)
-            for c in table.columns:
-                if c.semantic_type in ("categorical", "bool", "text"):
-                    known = complete_values(table, c.name)
-                    if known is None:
-                        partial.add(c.name)
-                    else:
-                        values.setdefault(c.name, {}).update(dict.fromkeys(known))
             if getattr(table, "load", None):
                 loads.setdefault(table.file, table.load)
             if getattr(table, "alias", None) and getattr(table, "alias_load", None):
                 loads.setdefault(table.alias, table.alias_load)
             for c in table.columns:
                 columns[c.name] = None
+                if c.semantic_type in ("categorical", "bool", "text"):
+                    known = complete_values(table, c.name)
+                    if known is None:
+                        partial.add(c.name)
+                    else:
+                        values.setdefault(c.name, {}).update(dict.fromkeys(known))
                 if c.semantic_type != "numeric":
                     continue
                 lo, hi = c.min, c.max
@@ -178,10 +177,10 @@ def check_answer(answer: str, question: str, names: Sequence[str], cells: Sequen
 def unshown(answer: str, names: Sequence[str], cells: Sequence[Cell]) -> Finding | None:
     """The requested answers whose number no output of a cell that ran shows (see the module's note)."""
     printed = [x for c in cells if c.ok for x in printed_numbers(c.observation)]
-    got = extract_answers(answer)
+    got = {n: v.strip() for n, v in extract_answers(answer).items()}
+    # read as a percentage, so a fraction printed for it backs it too (claim_numbers.backs)
     missing = [f"@{n}[{got[n]}]" for n in names if n in got and parse_number(got[n]) is not None
-               and unbacked_numbers(got[n].strip() if got[n].strip().endswith("%") else got[n].strip() + "%",
-                                    printed)]
+               and unbacked_numbers(got[n] if got[n].endswith("%") else got[n] + "%", printed)]
     if not missing:
         return None
     return Finding("unshown", ", ".join(missing))

@@ -175,7 +175,8 @@ def _pair_ideas(facts: Any, fkey: str, lookup: Any, lkey: str, spelled: bool,
     fb = [c.name for c in facts.columns if c.semantic_type == "bool" and c.null_rate < 0.5]
     lb = [c.name for c in lookup.columns if c.semantic_type == "bool" and c.null_rate < 0.5]
     have = set(df.columns) if df is not None else set()
-    clash = {c for c in ln + lc + lb if c in {x.name for x in facts.columns}}
+    fact_columns = {x.name for x in facts.columns}
+    clash = {c for c in ln + lc + lb if c in fact_columns}
 
     def col(name: str, side: str) -> str:  # the joined frame's name for a lookup column that clashes
         return f"{name}__lookup" if side == "lookup" and name in clash else name

@@ -193,13 +193,17 @@ def files_needed(task: Mapping[str, Any]) -> int:
     return len(files)
 
 
+#: the strata's option names (generated_bench.py --files) → their labels in summaries and tables
+FILE_STRATA = {"one": "one file", "several": "several files"}
+
+
 def file_strata(tasks_jsonl: str | Path) -> dict[str, str]:
     """Task id → "one file" or "several files" (what its answers need), for the tasks of a JSONL task set."""
     out = {}
     for line in Path(tasks_jsonl).read_text(encoding="utf-8").splitlines():
         if line.strip():
             task = json.loads(line)
-            out[task["id"]] = "one file" if files_needed(task) <= 1 else "several files"
+            out[task["id"]] = FILE_STRATA["one"] if files_needed(task) <= 1 else FILE_STRATA["several"]
     return out
 
 
