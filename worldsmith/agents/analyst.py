@@ -63,17 +63,25 @@ def task_files(files: list[str], max_chars: int, request: str = "", only: Collec
     lacks, what the documents say about them (tools/files/names.py; empty for one table and no documents)."""
     if not files:
         return "(no files)", ""
+    from worldsmith.tools.files.names import request_notes
+
+    ws = mounted_profile(files, only)
+    budget = int(max_chars * min(MAX_BUDGET_SCALE, max(1.0, len(ws.tables) / 2)))  # more tables, more room
+    return ws.to_prompt(max_chars=budget, compact=True), "\n".join(request_notes(request, ws))
+
+
+def mounted_profile(files: list[str], only: Collection[str] = ()) -> Any:
+    """The workspace profile of `files` as the sandbox mounts them; `only`: file base names — when some table's
+    file is one of them, only those tables (and the joins between them) are kept."""
     from pathlib import Path
 
     from worldsmith.tools.files import profile_workspace
-    from worldsmith.tools.files.names import request_notes
 
     ws = profile_workspace([Path(f) for f in files], as_mounted=True)
     if named := [t for t in ws.tables if Path(t.file).name in set(only)]:
         ws.tables = named
         ws.joins = [j for j in ws.joins if {j.left.file, j.right.file} <= {t.file for t in named}]
-    budget = int(max_chars * min(MAX_BUDGET_SCALE, max(1.0, len(ws.tables) / 2)))  # more tables, more room
-    return ws.to_prompt(max_chars=budget, compact=True), "\n".join(request_notes(request, ws))
+    return ws
 
 
 #: The file list's budget grows with the number of tables past two (half a budget a table), up to this factor:

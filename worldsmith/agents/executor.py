@@ -10,6 +10,7 @@ model writes the result, whose conclusion may state only numbers the script prin
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import tempfile
@@ -18,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide, files_profile, frame_columns_note, pandas_notes
+from worldsmith.agents.analyst import decide, files_profile, frame_columns_note, mounted_profile, pandas_notes
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -29,6 +30,8 @@ from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.core.store import atomic_write_text, write_model
 from worldsmith.prompts import template
+from worldsmith.tools.files.join_code import TEMPLATE as JOIN_TEMPLATE
+from worldsmith.tools.files.join_code import plan_join
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
 TEMPLATE = "evolve_executor.md"
@@ -68,6 +71,54 @@ def _profile(inputs: list[Path], max_chars: int, only: set[str] | None = None) -
 
 def script_name(node: str | int) -> str:
     return f"analyze_node{node}.py"
+
+
+class Joined(BaseModel):
+    """The join of the two tables a goal names, run once: its code (the top of the model's script), the columns
+    of `df`, and how many of its rows (one per row of the many side) matched a row of the other table."""
+
+    code: str
+    columns: list[str]
+    rows: int
+    of: int
+
+
+_JOIN_PROBE = '\nprint("__JOINED__", json.dumps([str(c) for c in df.columns]))'
+
+
+async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: list[Path], sandbox: SandboxConfig,
+                       timeout_s: float | None = None) -> tuple[Joined | None, str]:
+    """The join `goal` asks for (tools/files/join_code.py), run once in the sandbox: (the join, "") when it
+    matches rows, else (None, why not; "" when the goal asks for no join of two tables)."""
+    named = only or {p.name for p in shown if names_file(goal, p.name)}
+    if len(named) < 2:
+        return None, ""
+    ws = await asyncio.to_thread(mounted_profile, [str(p) for p in shown], only)
+    plan = plan_join(ws, goal)
+    if plan is None:
+        return None, ""
+    code = plan.code()
+    with tempfile.TemporaryDirectory(prefix="join-") as tmp:
+        run = await run_script(code + _JOIN_PROBE, inputs, sandbox, Path(tmp), timeout_s)
+    columns = re.search(r"^__JOINED__ (.+)$", run.stdout, re.MULTILINE) if run.ok else None
+    counts = re.search(r"^joined: (\d+) of (\d+) rows", run.stdout, re.MULTILINE)
+    if columns is None or counts is None:
+        return None, f"the join of {plan.facts.label} and {plan.lookup.label} failed: " + run.to_observation(600)
+    if not int(counts.group(1)):
+        return None, f"the join of {plan.facts.label} and {plan.lookup.label} matched no rows"
+    return Joined(code=code, columns=json.loads(columns.group(1)), rows=int(counts.group(1)),
+                  of=int(counts.group(2))), ""
+
+
+def with_join(joined: Joined | None, script: str) -> str:
+    """The script that runs: the join's code, then the model's script — unless the model wrote the join's merge
+    line itself (it copied the code)."""
+    if joined is None:
+        return script
+    merge = next(line for line in joined.code.splitlines() if line.startswith("df = "))
+    if merge.strip() in {line.strip() for line in script.splitlines()}:
+        return script
+    return joined.code.rstrip() + "\n\n" + script.lstrip("\n")
 
 
 class ResultDraft(BaseModel):
@@ -118,13 +169,23 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     # read each one (read_csv on README.md) or merged them into one-table questions and failed (KeyError on a
     # suffixed column, str vs int keys). The sandbox still mounts every input.
     t, shown, names = template(TEMPLATE), named_inputs(goal.goal, inputs), [p.name for p in inputs]
+    only = named_files(goal.goal, shown)
+    joined, why = await prepare_join(goal.goal, shown, only, inputs, sandbox, timeout_s)
+    log = _Log(goal.goal)
+    if joined is not None:
+        log.add("The join put at the top of the script", joined.code, "python")
+    elif why:
+        log.add("No join put in", why)
     user = t.section("user", goal=goal.goal, context=goal.context_summary or "(nothing yet)",
                      files="\n".join(f"- {p.name}" for p in shown) or "(none)",
-                     profile=await asyncio.to_thread(_profile, shown, profile_chars, named_files(goal.goal, shown)))
+                     profile=await asyncio.to_thread(_profile, shown, profile_chars, only),
+                     joined="" if joined is None else "\n\n" + t.section(
+                         "joined", code=joined.code, rows=str(joined.rows), of=str(joined.of),
+                         columns=", ".join(joined.columns)))
     if feedback:
         user += "\n\n" + t.section("review feedback", issues=feedback)
     messages = [{"role": "system", "content": t.section("system")}, {"role": "user", "content": user}]
-    used, out, log = versions(TEMPLATE), Outcome[ExecutionResult](None), _Log(goal.goal)
+    used, out = versions(TEMPLATE, *((JOIN_TEMPLATE,) if joined is not None else ())), Outcome[ExecutionResult](None)
     script, run, error = "", None, "no script was written"
     for attempt in range(1, max_script_attempts + 1):
         d = await decide(llm, messages, role=role, temperature=temperature)
@@ -137,8 +198,9 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
             out.errors.append(error)
             messages.append({"role": "user", "content": t.section("script failed", observation=error)})
             continue
-        repeated = d.turn.action.content.strip() == script.strip()  # greedy decoding rewrites a failed script as is
-        script = d.turn.action.content
+        written = with_join(joined, d.turn.action.content)
+        repeated = written.strip() == script.strip()  # greedy decoding rewrites a failed script as is
+        script = written
         with tempfile.TemporaryDirectory(prefix="executor-") as tmp:
             run = await run_script(script, inputs, sandbox, Path(tmp), timeout_s)
             observation = (run.to_observation(OBSERVATION_CHARS) + frame_columns_note(run)

@@ -150,3 +150,48 @@ async def test_a_failed_script_written_again_is_called_a_repeat(scripted_llm, da
     assert out.value.status == "completed" and out.value.attempts == 3
     assert "same script as your previous attempt" not in script.requests[1].last_user  # the first failure
     assert "same script as your previous attempt" in script.requests[2].last_user  # written again as it was
+
+
+async def test_a_goal_over_two_linked_tables_gets_their_join_at_the_top_of_its_script(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    """The model writes only the analysis of `df`; the join (ids spelled C-00001 and CUST_1) is run once, shown
+    with the columns of `df`, and put at the top of the saved script, which re-runs alone."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "orders.csv").write_text("order_id,acct_ref,amount\n" + "".join(
+        f"O{i},C-{(i % 5) + 1:05d},{10 * i}\n" for i in range(1, 11)))
+    (data / "crm.csv").write_text("customer_id,segment\n" + "".join(
+        f"CUST_{k},{'gold' if k % 2 else 'basic'}\n" for k in range(1, 6)))
+    analysis = ("m = df.groupby('segment')['amount'].sum()\n"
+                "for k, v in m.items():\n    print(f'RESULT total_{k} = {v}')")
+    script, llm = scripted_llm
+    script.queue(f"<think>x</think><code>{analysis}</code>",
+                 {**REPORT, "conclusion": "Gold orders came to 370 and basic ones to 180."})
+    goal = GoalPackage(goal="Joining orders.csv (acct_ref) to crm.csv (customer_id), matching the ids by the number "
+                            "in them, how does the total amount differ across segment?")
+    work = tmp_path / "n1"
+    out = await execute(llm, goal, node=1, workdir=work, inputs=[data / "orders.csv", data / "crm.csv"],
+                        sandbox=sandbox_config)
+    user = script.requests[0].messages[-1]["content"]
+    assert "already run" in user and "(10 of 10 rows matched)" in user
+    assert "`df` has these columns: order_id, acct_ref, amount, customer_id, segment." in user
+    # by hand: order i is account (i % 5) + 1, worth 10 i; accounts 1, 3 and 5 are gold: orders 5, 10, 2, 7, 4, 9
+    # → 370; basic 2 and 4: orders 1, 6, 3, 8 → 180
+    assert out.value.status == "completed" and out.value.numbers == {"total_gold": 370.0, "total_basic": 180.0}
+    saved = (work / "analyze_node1.py").read_text()
+    assert saved.endswith(analysis) and saved.index("pd.read_csv(\"orders.csv\")") < saved.index(analysis)
+    assert "The join put at the top of the script" in (work / LOG_FILE).read_text()
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for name in ("orders.csv", "crm.csv"):
+        (fresh / name).write_text((data / name).read_text())
+    rerun = subprocess.run([sys.executable, str(work / "analyze_node1.py")], cwd=fresh, capture_output=True,  # noqa: ASYNC221
+                           text=True, check=True)
+    assert "RESULT total_gold = 370" in rerun.stdout
+    # a model that copies the join into its own script does not get it twice
+    from worldsmith.agents.executor import Joined, with_join
+
+    code = saved[: saved.index(analysis)].rstrip()
+    join = Joined(code=code, columns=[], rows=10, of=10)
+    assert with_join(join, analysis) == saved and with_join(join, saved) == saved
+    assert with_join(None, analysis) == analysis

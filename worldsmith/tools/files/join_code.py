@@ -1,0 +1,95 @@
+"""Code that joins two tables a text names, written from the profile: each table's exact load call, a key made the
+same way on both sides (the number in the id when the tables spell the ids differently) and a many-to-one merge.
+
+A 1.5B model asked for a join across two tables wrote `merge(left_on=…, right_on=…)` with one table's column on both
+sides, or the facts' key looked up in the lookup table (`KeyError: 'acct_ref'` in every join node of an embedded
+evolution run), even with each table's own key call in the profile. The executor runs this code once and, when it
+matches rows, puts it at the top of the model's script, so the model writes only the analysis of `df`.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from worldsmith.prompts import template
+from worldsmith.tools.files.loadcall import py_str
+from worldsmith.tools.files.models import CandidateJoin, TableProfile, WorkspaceProfile
+from worldsmith.tools.files.parts import table_parts
+
+TEMPLATE = "join_code.md"
+#: names the joined code must not take for a table's frame
+_TAKEN = {"df", "pd", "np", "json", "gzip", "sqlite3", "plt"}
+
+
+@dataclass(frozen=True)
+class JoinPlan:
+    """Many rows of `facts` (its key `fkey` repeats) each matched to one row of `lookup` (its key `lkey` is unique)."""
+
+    facts: TableProfile
+    fkey: str
+    lookup: TableProfile
+    lkey: str
+    spelled: bool  # the tables spell the ids differently: match them by the number in the id
+
+    def names(self) -> tuple[str, str]:
+        """Python names for the two frames: the table's (sheet) name or the file's stem, made an identifier."""
+        out = []
+        for t in (self.facts, self.lookup):
+            base = t.table or Path(t.file).name.split(".")[0]
+            name = re.sub(r"\W+", "_", base).strip("_").lower() or "table"
+            if name[0].isdigit() or keyword.iskeyword(name) or name in _TAKEN or name in out:
+                name = f"{'facts' if not out else 'lookup'}_{name}"
+            out.append(name)
+        return out[0], out[1]
+
+    def code(self) -> str:
+        """The whole join as a script: imports, both loads, the keys, `df` = the merge, one line printed."""
+        t = template(TEMPLATE)
+        facts, lookup = self.names()
+        key = "number key" if self.spelled else "text key"
+        keys = "\n".join(t.section(key, frame=frame, column=py_str(column))
+                         for frame, column in ((facts, self.fkey), (lookup, self.lkey)))
+        how = t.section("how number" if self.spelled else "how text", fkey=self.fkey, lkey=self.lkey,
+                        facts_label=self.facts.label, lookup_label=self.lookup.label)
+        # one key written the same way on both sides: the facts' copy is enough (else `site` and `site_sites`)
+        drop = t.section("drop key", column=py_str(self.lkey)) if not self.spelled and self.fkey == self.lkey else ""
+        return t.section("code", how=how, drop=drop, facts=facts, lookup=lookup, facts_load=_load(self.facts),
+                         lookup_load=_load(self.lookup), keys=keys, suffix=py_str(f"_{lookup}"),
+                         facts_label=py_str(self.facts.label), lookup_label=py_str(self.lookup.label))
+
+
+def _load(t: TableProfile) -> str:
+    if not t.load:
+        raise ValueError(f"table {t.label} has no load call in its profile")
+    return t.load
+
+
+def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
+    """The join `text` asks for: it names the files of exactly two of the profile's tables, which the profile links
+    by a key unique on one side only (and not as parts of one table). Of several such links, the one whose two
+    column names the text writes, else the one with the largest overlap. None when there is no such join."""
+    from worldsmith.agents.executor import names_file  # agents import tools: import late
+
+    named = [t for t in ws.tables if names_file(text, Path(t.file).name)]
+    if len({t.label for t in named}) != 2:
+        return None
+    labels = {t.label: t for t in named}
+    part_of = {label: i for i, g in enumerate(table_parts(named)) for label in g.labels}
+    links: list[CandidateJoin] = [
+        j for j in ws.joins
+        if {j.left.table_label, j.right.table_label} == set(labels) and j.left_unique != j.right_unique
+        and (j.overlap_ratio or 0) > 0 and part_of.get(j.left.table_label, -1) != part_of.get(j.right.table_label, -2)
+    ]
+    if not links:
+        return None
+
+    def written(j: CandidateJoin) -> bool:
+        return all(re.search(rf"(?<!\w){re.escape(c)}(?!\w)", text) for c in (j.left.column, j.right.column))
+
+    best = max(links, key=lambda j: (written(j), j.overlap_ratio or 0))
+    (facts, fkey), (lookup, lkey) = ((best.left, best.left.column), (best.right, best.right.column)) \
+        if best.right_unique else ((best.right, best.right.column), (best.left, best.left.column))
+    return JoinPlan(labels[facts.table_label], fkey, labels[lookup.table_label], lkey, best.spellings is not None)
