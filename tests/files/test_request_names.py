@@ -112,3 +112,24 @@ def test_a_name_no_table_holds_is_a_row_kind_only_when_the_request_says_records_
     lines = request_notes("Count the `visits` rows and the mean of `orders` over `region`.", ws)
     assert "- `visits`: names the kind of row the request counts, not a column; nothing needs to be made for it" in lines
     assert "- `orders`: no table has a column by this name" in lines  # not written as a kind of row here
+
+
+def test_file_notes_are_the_list_items_of_the_documents_naming_the_file(tmp_path) -> None:
+    from worldsmith.tools.files.names import file_notes
+
+    room = tmp_path / "room"
+    (room / "memos").mkdir(parents=True)
+    for name in ("orders.csv", "crm.xlsx", "returns.jsonl"):
+        (room / name).write_text("x\n1\n")
+    (room / "README.md").write_text("Files: `orders.csv`, `crm.xlsx`, `returns.jsonl`.\n\n- `memos/orders.md`: notes\n")
+    (room / "memos" / "orders.md").write_text(
+        "# orders\n\nFiles: `orders.csv`.\n\n- From 2024-07-01 `amount` is in cents.\n1. Repeated ids: the first counts.\n"
+        "Plain prose is not a note.\n")
+    (room / "memos" / "big.md").write_text("About big_orders.csv.\n\n- Its ids are spelled B-1.\n")
+    inputs = sorted(room.iterdir())
+    assert file_notes(inputs, ["orders.csv"]) == [
+        "- memos/orders.md says: From 2024-07-01 `amount` is in cents.",
+        "- memos/orders.md says: Repeated ids: the first counts.",
+    ]  # the README lists every file: an index, not a note; big.md is about another file
+    assert file_notes(inputs, ["crm.xlsx"]) == []
+    assert file_notes([room / "orders.csv", room / "README.md"], ["orders.csv"]) == []  # no memo mounted

@@ -32,6 +32,7 @@ from worldsmith.core.store import atomic_write_text, write_model
 from worldsmith.prompts import template
 from worldsmith.tools.files.join_code import TEMPLATE as JOIN_TEMPLATE
 from worldsmith.tools.files.join_code import plan_join
+from worldsmith.tools.files.names import names_file
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
 TEMPLATE = "evolve_executor.md"
@@ -40,11 +41,6 @@ LOG_FILE = "analysis_log.md"
 OBSERVATION_CHARS = 4000
 #: the compact file profile in the script prompt (load calls and columns first; rows are shed to fit)
 PROFILE_CHARS = 3000
-
-
-def names_file(text: str, name: str) -> bool:
-    """Whether `text` names the file `name` by itself ("orders_2024.csv", never inside "big_orders_2024.csv")."""
-    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text) is not None
 
 
 def named_inputs(goal: str, inputs: list[Path]) -> list[Path]:

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
-from worldsmith.agents.executor import names_file
+from worldsmith.tools.files.names import names_file
 from worldsmith.core.claim_numbers import printed_numbers, unbacked_numbers
 from worldsmith.core.evolution_schemas import (
     Composition,

@@ -15,6 +15,7 @@ it).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import tempfile
 from pathlib import Path
@@ -41,6 +42,7 @@ from worldsmith.core.grading import Tolerant
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.core.schemas import Finding
 from worldsmith.prompts import template
+from worldsmith.tools.files.names import file_notes, names_file
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
 TEMPLATE = "evolve_validator.md"
@@ -188,13 +190,21 @@ def not_overturned(claimed: dict[str, float], check_stdout: str) -> str:
                      f"recorded {c:.6g}" for k, c in near.items())
 
 
+def files_read(script: str, inputs: list[Path]) -> list[str]:
+    """Base names of the input files (and of the files inside folder inputs) that `script` names."""
+    names = {f.name for p in inputs for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file()}
+    return sorted(n for n in names if names_file(script, n))
+
+
 async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script: str, rerun: ExecResult, sb: Any,
                    inputs: list[Path], role: str, retries: int, timeout_s: float | None) -> Outcome[Verdict]:
     t, used = template(TEMPLATE), versions(TEMPLATE)
     system = {"role": "system", "content": t.section("system")}
+    lines = await asyncio.to_thread(file_notes, inputs, files_read(script, inputs))
+    notes = "\n\n" + t.section("file notes", lines="\n".join(lines)) if lines else ""
     messages = [system, {"role": "user", "content": t.section(
         "plan user", goal=goal.goal, claim=result.conclusion, script=script,
-        stdout=rerun.stdout[-OBSERVATION_CHARS:], files=", ".join(p.name for p in inputs))}]
+        stdout=rerun.stdout[-OBSERVATION_CHARS:], files=", ".join(p.name for p in inputs), notes=notes)}]
     out = Outcome[Verdict](None)
     for attempt in range(1, CHECK_ATTEMPTS + 1):
         plan, call, why = await _plan(llm, messages, role, used, len(out.calls))
@@ -228,7 +238,7 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
         "judge user", goal=goal.goal, claim=result.conclusion,
         reproduction="the script re-ran in a fresh sandbox and printed the recorded numbers "
                      + ", ".join(f"{k} = {v}" for k, v in result.numbers.items()),
-        check=plan.description, check_output=check_output)}],
+        check=plan.description, check_output=check_output, notes=notes)}],
         Judgement, role=role, templates=used, retries=retries, first_index=len(out.calls), max_tokens=JUDGE_MAX_TOKENS,
         check=lambda j: judgement_problems(j, rerun.stdout + "\n" + check.stdout + "\n" + goal.goal))
     out.calls += judged.calls

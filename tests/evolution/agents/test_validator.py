@@ -297,3 +297,25 @@ async def test_a_monthly_claim_from_a_script_without_months_is_unsupported_witho
                          sandbox=sandbox_config)
     assert out.value.verdict == "unsupported" and out.value.reproduced and script.requests == []
     assert "never groups or parses dates by month" in out.value.issues[0]
+
+
+async def test_the_data_owners_notes_on_the_files_the_script_reads_reach_the_plan_and_the_judge(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    """v6 verified a mean over a column whose memo says its unit changed: the validator had not read the memo."""
+    memos = data / "memos"
+    memos.mkdir()
+    (memos / "sales.md").write_text("# Notes on sales.csv\n\n- From row 3 on, `amount` is in cents.\n"
+                                    "- Regions are lower case.\n")
+    (memos / "stores.md").write_text("# Notes on stores.csv\n\n- Store 9 closed.\n")
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
+    script.queue(CHECK, {"verdict": "unsupported", "issues": ["the memo says amount is in cents from row 3"]})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv", memos],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported"
+    for request in script.requests:  # the plan and the judge
+        assert "- memos/sales.md says: From row 3 on, `amount` is in cents." in request.last_user
+        assert "Regions are lower case." in request.last_user and "Store 9" not in request.last_user
+    script.queue(CHECK, {"verdict": "supported", "ground_truth": "South sold 70 in total.", "issues": []})
+    await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"], sandbox=sandbox_config)
+    assert "data owners' notes" not in script.requests[-1].last_user  # no notes: the prompt as before

@@ -17,6 +17,7 @@ from pathlib import Path
 from worldsmith.prompts import template
 from worldsmith.tools.files.loadcall import py_str
 from worldsmith.tools.files.models import CandidateJoin, TableProfile, WorkspaceProfile
+from worldsmith.tools.files.names import names_file
 from worldsmith.tools.files.parts import table_parts
 
 TEMPLATE = "join_code.md"
@@ -71,8 +72,6 @@ def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
     """The join `text` asks for: it names the files of exactly two of the profile's tables, which the profile links
     by a key unique on one side only (and not as parts of one table). Of several such links, the one whose two
     column names the text writes, else the one with the largest overlap. None when there is no such join."""
-    from worldsmith.agents.executor import names_file  # agents import tools: import late
-
     named = [t for t in ws.tables if names_file(text, Path(t.file).name)]
     if len({t.label for t in named}) != 2:
         return None

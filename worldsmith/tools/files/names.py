@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from pathlib import PurePosixPath
+from collections.abc import Collection
+from pathlib import Path, PurePosixPath
 
 from worldsmith.prompts import template
+from worldsmith.tools.files.formats import DOCUMENT_SUFFIXES
 from worldsmith.tools.files.models import TableProfile, WorkspaceProfile
 from worldsmith.tools.files.parts import table_parts
 
@@ -25,10 +27,49 @@ _VALUE = re.compile(r"`([^`\n]{1,64})`\s+(?:is|equals|==?)\s+'([^'\n]{1,64})'")
 #: a name for a kind of row, not a column: "the `meter_months` records", "`visits` rows"
 _ROWS = re.compile(r"`([^`\n]{1,64})`\s+(?:records|rows|entries)\b")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+#: a list item naming a document is a pointer ("`memos/crm.md`: notes from the owners"), not a note
+_POINTER = re.compile(r"[\w./-]+(?:" + "|".join(map(re.escape, sorted(DOCUMENT_SUFFIXES))) + r")(?![\w])")
 MAX_TABLES = 4  # tables listed per name
 MAX_VALUES = 8  # values listed for a value a column does not hold
 MAX_DOC_LINES = 12
+MAX_NOTE_LINES = 60  # lines of a document read for its notes on a file
 MAX_NAMES = 12  # names placed per request (a long list of names would cost more prompt than it saves)
+
+
+def names_file(text: str, name: str) -> bool:
+    """Whether `text` names the file `name` by itself ("orders_2024.csv", never inside "big_orders_2024.csv")."""
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text) is not None
+
+
+def file_notes(paths: list[Path], files: Collection[str], max_lines: int = MAX_NOTE_LINES) -> list[str]:
+    """The list items of the documents under `paths` (files or folders, as the sandbox mounts them) that name one
+    of `files` (base names): a data room's notes on an export — a unit that changed, repeated records, how its ids
+    are written. Only a document's first `max_lines` lines are read."""
+    docs: list[tuple[Path, str]] = []
+    others: set[str] = set()  # the other files' names: the tables a document may list
+    for p in paths:
+        for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
+            if not f.is_file():
+                continue
+            if f.suffix.lower() in DOCUMENT_SUFFIXES:
+                docs.append((f, f"{p.name}/{f.relative_to(p).as_posix()}" if p.is_dir() else f.name))
+            else:
+                others.add(f.name)
+    notes = template("profile_notes.md")
+    out: list[str] = []
+    for path, label in docs:
+        try:
+            with path.open(encoding="utf-8", errors="replace") as fh:
+                lines = [line.rstrip("\n") for _, line in zip(range(max_lines), fh)]
+        except OSError:
+            continue
+        if not any(names_file(line, f) for line in lines for f in files):
+            continue
+        if len(others) >= 3 and all(any(names_file(line, f) for line in lines) for f in others):
+            continue  # an index of the data room (a README listing every file) is no note on one of them
+        out += [notes.section("document line", file=label, line=_BULLET.sub("", line).strip())
+                for line in lines if _BULLET.match(line) and not _POINTER.search(line)]
+    return out[:MAX_DOC_LINES]
 
 
 def request_names(request: str) -> list[str]:
