@@ -29,6 +29,7 @@ from worldsmith.core.grading import normalise_text
 from worldsmith.core.schemas import Finding
 from worldsmith.llm.structured import validate_reply
 from worldsmith.prompts import template
+from worldsmith.tools.files.names import names_file
 
 TEMPLATE = "evolve_director.md"
 
@@ -74,8 +75,10 @@ class _Checker:
     """The deterministic rules a decision must satisfy; `problems` is fed back to the model."""
 
     def __init__(self, nodes: list[NodeRecord], domain: DomainProfile, k: int, max_depth: int,
-                 seen: Callable[[str], bool], columns: Mapping[str, Sequence[str]] | None = None) -> None:
+                 seen: Callable[[str], bool], columns: Mapping[str, Sequence[str]] | None = None,
+                 rows: Mapping[str, int] | None = None) -> None:
         self.columns = dict(columns or {})
+        self.rows = dict(rows or {})
         self.nodes = {n.id: n for n in nodes}
         self.eligible = {n.id for n in eligible_parents(nodes, max_depth)}
         self.findings = verified_findings(nodes)
@@ -153,6 +156,44 @@ class _Checker:
         return DirectorOutput(decision=decision.model_copy(update={"directions": kept[: self.k]}))
 
     def normalised(self, out: DirectorOutput) -> DirectorOutput:
+        """What a small model meant (`_meant`), each direction's question naming the table it computes on
+        (`located`)."""
+        out = self._meant(out)
+        decision = out.decision
+        if not isinstance(decision, Expansion):
+            return out
+        directions = [d.model_copy(update={"question": self.located(d.question)}) for d in decision.directions]
+        if [d.question for d in directions] == [d.question for d in decision.directions]:
+            return out
+        return DirectorOutput(decision=decision.model_copy(update={"directions": directions}))
+
+    def located(self, question: str) -> str:
+        """`question` with its table named ("In orders_2023.csv, how …") when it names no data file and the
+        columns it names are all in one table — or, of several, the one whose name holds a number the question
+        writes ("the 2023 orders"), else the one with ten times the rows of any other. Unchanged otherwise: the
+        1.5B director wrote "How strongly is discount_pct and amount correlated?", the proposer's goal named no
+        file either, and the executor, shown every table of the data room, merged them and failed."""
+        files = {label: label.split("[", 1)[0] for label in self.columns}
+        if any(names_file(question, f.rsplit("/", 1)[-1]) for f in files.values()):
+            return question
+        if normalise_text(question) in self.asked or self.seen(question):
+            return question  # a repeat stays one (with a file named it would pass for a new question)
+        named = {c for cols in self.columns.values() for c in cols if _names(question, c)}
+        holders = [t for t, cols in self.columns.items() if named and named <= set(cols)]
+        if len(holders) > 1:
+            numbers = set(re.findall(r"\d+", question))
+            by_number = [t for t in holders if numbers & set(re.findall(r"\d+", t))]
+            by_rows = sorted(holders, key=lambda t: -self.rows.get(t, 0))
+            if len(by_number) == 1:
+                holders = by_number
+            elif self.rows.get(by_rows[0], 0) >= 10 * max(1, self.rows.get(by_rows[1], 0)):
+                holders = by_rows[:1]
+        if len(holders) != 1:
+            return question
+        lead = question[:1].lower() if re.match(r"[A-Z][a-z]", question) else question[:1]  # "How", not "ROI"
+        return f"In {files[holders[0]]}, {lead}{question[1:]}"
+
+    def _meant(self, out: DirectorOutput) -> DirectorOutput:
         """What a small model meant: a work mode the domain does not list is its closest listed one; when every
         direction names a verified finding of another node, the first one's node (if eligible) is the parent; when
         the parent has exactly one finding, a depends_on that names no finding is that finding (the node id, '1',
@@ -229,15 +270,16 @@ class _Checker:
 async def direct(llm: Any, nodes: list[NodeRecord], workspace: WorkspaceProfile, domain: DomainProfile, *,
                  seen: Callable[[str], bool], k: int = 3, max_depth: int = 4, role: str = "teacher",
                  retries: int = 2, tables: str = "", columns: Mapping[str, Sequence[str]] | None = None,
-                 refused: Sequence[str] = (), ideas: Sequence[str] = ()) -> Outcome[DirectorOutput]:
+                 refused: Sequence[str] = (), ideas: Sequence[str] = (),
+                 rows: Mapping[str, int] | None = None) -> Outcome[DirectorOutput]:
     """The next expansion or composition. `seen(question)` says whether memory already holds a similar question;
     `tables` lists the data's tables and columns (so questions name what can be computed); `columns` (table →
     its column names) lets the checker refuse a first-level question that needs a join; `refused`: why the
     previous round's plan was refused (said in the prompt, so a greedy model does not repeat it word for word);
-    `ideas`: one-table questions not asked yet, offered as starting points."""
+    `ideas`: one-table questions not asked yet, offered as starting points; `rows`: table → its rows."""
     if k < 1:
         raise ValueError(f"director: k must be at least 1, got {k}")
-    checker = _Checker(nodes, domain, k, max_depth, seen, columns)
+    checker = _Checker(nodes, domain, k, max_depth, seen, columns, rows)
     can_compose = len({f.node_id for f in checker.composable.values()}) >= 2
     if not checker.eligible and not can_compose:
         return Outcome(None, errors=[("no node can be expanded (none verified below the depth limit) and fewer "

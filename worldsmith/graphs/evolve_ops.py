@@ -133,6 +133,7 @@ async def profile_root(llm: Any, data_dir: Path) -> tuple[ProfilerOutput, dict[s
 
     files = await asyncio.to_thread(profile_workspace, data_dir)
     tables = {"text": table_lines(files), "columns": table_columns(files),
+              "rows": {t.label: t.n_rows for t in files.tables},
               "ideas": await asyncio.to_thread(question_ideas, files, root=data_dir),
               "join_ideas": await asyncio.to_thread(join_ideas, files, root=data_dir)}
     out = await traced("profiler", profile(llm, files))
@@ -183,7 +184,8 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
     decided = await traced("director", direct(llm, records, prof.workspace, prof.domain, seen=seen, ideas=ideas,
                                               k=cfg.directions, max_depth=cfg.budget.max_depth,
                                               tables=(tables or {}).get("text", ""),
-                                              columns=(tables or {}).get("columns"), refused=refused or []))
+                                              columns=(tables or {}).get("columns"), rows=(tables or {}).get("rows"),
+                                              refused=refused or []))
     tokens, errors = tokens_of(decided.calls), [f"director: {e}" for e in decided.errors]
     if decided.value is None:
         return [], tokens, errors or ["director: no usable decision"]

@@ -189,7 +189,9 @@ async def test_a_first_level_question_that_needs_a_join_is_refused(scripted_llm)
     assert out.errors == ["direction 'What is the average order amount for each region?' needs columns from several "
                           "tables ('amount' in orders.csv, 'region' in crm.xlsx[crm]); from the initial workspace ask "
                           "what one table answers"]
-    assert out.value.decision.directions[0].question.startswith("How does the discount pct")  # one table: accepted
+    # one table: accepted, and named (its goal would otherwise name no file)
+    assert out.value.decision.directions[0].question == ("In orders.csv, how does the discount pct relate to the "
+                                                         "amount of an order?")
     again = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, columns=columns)
     assert again.errors == [] and again.value.decision.parent == "n1"
 
@@ -311,3 +313,29 @@ async def test_a_round_whose_replies_are_all_refused_takes_the_first_idea_a_pare
     script.queue(repeat, repeat, repeat)  # an idea every parent refuses (already asked) gives nothing
     out = await direct(llm, nodes, WS, DOMAIN, seen=lambda q: True, columns=columns, ideas=[one_table], retries=2)
     assert out.value is None
+
+
+async def test_a_question_naming_no_file_is_given_the_table_its_columns_are_in(scripted_llm) -> None:
+    script, llm = scripted_llm
+    columns = {"orders_2023.csv": ["order_id", "discount_pct", "amount"],
+               "orders_2024.csv": ["order_id", "discount_pct", "amt"],
+               "orders_2025.csv": ["order_id", "discount_pct", "amt"],
+               "crm.xlsx[crm]": ["customer_id", "segment"]}
+    rows = {"orders_2023.csv": 1000, "orders_2024.csv": 1038, "orders_2025.csv": 2, "crm.xlsx[crm]": 200}
+    asked = ["How strongly is discount_pct and amount correlated?",  # only the 2023 file holds both
+             "How strongly is discount_pct and amt correlated?",  # 2024 and 2025: 2024 has 500 times the rows
+             "What is the mean discount_pct in the 2025 orders?",  # three files; the question's year names one
+             "How many order_id values are there?",  # three files of which none stands out: left as asked
+             "In crm.xlsx, how many segment values are there?"]  # names its file already
+    got = []
+    for part in (asked[:3], asked[3:]):  # three directions a reply at most
+        script.queue({"decision": {"kind": "expansion", "parent": "n0",
+                                   "directions": [direction(q, depends_on="f0") for q in part]}})
+        out = await direct(llm, NODES, WS, DOMAIN, seen=lambda q: False, columns=columns, rows=rows)
+        got += [d.question for d in out.value.decision.directions]
+    assert got == [
+        "In orders_2023.csv, how strongly is discount_pct and amount correlated?",
+        "In orders_2024.csv, how strongly is discount_pct and amt correlated?",
+        "In orders_2025.csv, what is the mean discount_pct in the 2025 orders?",
+        "How many order_id values are there?",
+        "In crm.xlsx, how many segment values are there?"]
