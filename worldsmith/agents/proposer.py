@@ -34,13 +34,16 @@ def _files_named(text: str, files: list[str]) -> list[str]:
 
 
 def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: list[str], *, question: str = "",
-                  files: list[str] | None = None) -> list[str]:
+                  files: list[str] | None = None, inherited: str = "") -> list[str]:
     """Why a goal package is unusable; `required`: the findings the direction itself builds on. With the
     direction's `question` and the workspace's `files`: a goal naming files the question (which names some) does
     not — the 1.5B proposer turned "In orders_2024.csv, …" into "… using the crm.xlsx and orders_2024.csv files",
-    and the executor merged on a key one table lacks, three times."""
+    and the executor merged on a key one table lacks, three times. `inherited`: the parent's goal, whose files a
+    deeper question may use too (a question on a join of orders and crm.xlsx that names only the orders)."""
     problems = []
     asked = _files_named(question, files or [])
+    if asked:
+        asked = sorted({*asked, *_files_named(inherited, files or [])})
     if asked and (extra := [f for f in _files_named(goal.goal, files or []) if f not in asked]):
         problems.append(f"the question uses {', '.join(asked)} only; the goal also names {', '.join(extra)}: keep "
                         "to the question's files")
@@ -61,8 +64,10 @@ def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: lis
 
 
 async def propose(llm: Any, direction: Direction | Composition, findings: list[Finding],
-                  workspace: WorkspaceProfile, *, role: str = "teacher", retries: int = 2) -> Outcome[GoalPackage]:
-    """The goal package for `direction`; `findings` are the ones it may build on (unverified ones are ignored)."""
+                  workspace: WorkspaceProfile, *, role: str = "teacher", retries: int = 2,
+                  inherited: str = "") -> Outcome[GoalPackage]:
+    """The goal package for `direction`; `findings` are the ones it may build on (unverified ones are ignored);
+    `inherited`: the parent node's goal (its files may be named too)."""
     usable = {f.id: f for f in findings if is_verified(f)}
     if isinstance(direction, Composition):
         question, mode, work_mode = direction.objective, "compose", "joint analysis"
@@ -78,4 +83,5 @@ async def propose(llm: Any, direction: Direction | Composition, findings: list[F
                     findings="\n".join(f"- {f.id}: {f.statement}" for f in usable.values()) or "(none yet)")}]
     return await ask(llm, messages, GoalPackage, role=role, templates=versions(TEMPLATE),
                      check=lambda g: goal_problems(g, usable, required, question=question,
-                                                   files=[a.path for a in workspace.artifacts]), retries=retries)
+                                                   files=[a.path for a in workspace.artifacts], inherited=inherited),
+                     retries=retries)

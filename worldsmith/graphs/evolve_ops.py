@@ -203,6 +203,7 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
                              "goal": got.value.model_dump(mode="json"), "context": "", "retrieved": []})
         return items, tokens, errors
     parent = int(decision.parent)
+    inherited = next((n.goal or "" for n in nodes if n.id == parent), "")  # its files may be named below it
     files = [a.path for a in prof.workspace.artifacts]
     for d in decision.directions:
         questions = [d.question]
@@ -212,7 +213,7 @@ async def plan_round(llm: Any, store: WorkspaceStore, memory: RunMemory, cfg: Ev
             questions = parts.value.parts if parts.value is not None else split_objective(d.question)
         for q in questions:
             got = await traced("proposer", propose(llm, d.model_copy(update={"question": q}), findings,
-                                                   prof.workspace))
+                                                   prof.workspace, inherited=inherited))
             tokens += tokens_of(got.calls)
             if got.value is None:
                 errors += [f"proposer ({q[:60]}): {e}" for e in got.errors[-2:]]

@@ -73,6 +73,11 @@ def test_a_goal_naming_files_the_question_does_not_is_sent_back() -> None:
     assert goal_problems(kept, {}, [], question=question, files=files) == []
     # a question naming no file leaves the goal free to name any
     assert goal_problems(widened, {}, [], question="How do orders relate to customers?", files=files) == []
+    # below a node whose goal joined the two files, a question naming one of them may use both (v8 ended on two
+    # rounds of such refusals: "In orders_2023.csv, how does the mean amount differ across customer segment?")
+    joined = "Joining orders_2024.csv (acct_ref) to crm.xlsx[crm] (customer_id), how are amt and income correlated?"
+    assert goal_problems(widened, {}, [], question=question, files=files, inherited=joined) == []
+    assert goal_problems(widened, {}, [], question=question, files=files, inherited="In orders_2024.csv, …") != []
 
 
 def test_numbers_of_the_question_and_file_names_are_not_claims() -> None:
