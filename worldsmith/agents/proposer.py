@@ -81,7 +81,16 @@ async def propose(llm: Any, direction: Direction | Composition, findings: list[F
                     "user", overview=workspace.overview, files=", ".join(a.path for a in workspace.artifacts),
                     mode=mode, work_mode=work_mode, question=question, why=direction.why,
                     findings="\n".join(f"- {f.id}: {f.statement}" for f in usable.values()) or "(none yet)")}]
-    return await ask(llm, messages, GoalPackage, role=role, templates=versions(TEMPLATE),
-                     check=lambda g: goal_problems(g, usable, required, question=question,
-                                                   files=[a.path for a in workspace.artifacts], inherited=inherited),
-                     retries=retries)
+    files = [a.path for a in workspace.artifacts]
+    out = await ask(llm, messages, GoalPackage, role=role, templates=versions(TEMPLATE),
+                    check=lambda g: goal_problems(g, usable, required, question=question, files=files,
+                                                  inherited=inherited), retries=retries)
+    if out.value is None and out.calls:
+        # every reply refused: the question itself, when it passes the same rules, is the goal (it names its
+        # files; the 1.5B proposer widened it on every retry and two such rounds ended a run)
+        plain = GoalPackage(goal=question, depends_on=[r for r in required if r in usable],
+                            context_summary=" ".join(usable[r].statement for r in required if r in usable))
+        if not goal_problems(plain, usable, required, question=question, files=files, inherited=inherited):
+            out.value = plain
+            out.errors.append("every reply was refused: the question is the goal")
+    return out

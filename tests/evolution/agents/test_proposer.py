@@ -90,3 +90,23 @@ def test_numbers_of_the_question_and_file_names_are_not_claims() -> None:
     problems = goal_problems(goal, {}, [], question="In orders_2024.csv, how does the mean basket_size differ?",
                              files=files)
     assert problems == ["the context summary states 2.46, which no finding in depends_on states"]  # 2024: a name
+
+
+async def test_when_every_reply_is_refused_the_question_is_the_goal(scripted_llm) -> None:
+    script, llm = scripted_llm
+    ws = WorkspaceProfile(overview="Orders and customers.", artifacts=[
+        {"path": "orders.csv", "role": "orders"}, {"path": "crm.xlsx", "role": "customers"}])
+    direction = Direction(question="In orders.csv, how does the mean amount differ across channel?", mode="deepen",
+                          depends_on="f1", work_mode="diagnostic", why="channel mix")
+    widened = {"goal": "Using orders.csv and crm.xlsx, compare the mean amount by channel.", "depends_on": ["f1"],
+               "context_summary": ""}
+    script.queue(widened, widened, widened)
+    out = await propose(llm, direction, FINDINGS, ws, retries=2)
+    assert out.value.goal == direction.question and out.value.depends_on == ["f1"]
+    assert out.value.context_summary == "South sells 70.0 in total."
+    assert out.errors[-1] == "every reply was refused: the question is the goal" and len(out.calls) == 3
+    # a question that itself breaks a rule (it points at a step the analyst cannot see) is not taken
+    dangling = direction.model_copy(update={"question": "As before, how does the mean amount differ by channel?"})
+    stepwise = {**widened, "goal": "Building on the previous step, compare the mean amount by channel."}
+    script.queue(stepwise, stepwise, stepwise)
+    assert (await propose(llm, dangling, FINDINGS, ws, retries=2)).value is None
