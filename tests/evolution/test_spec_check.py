@@ -99,6 +99,15 @@ def test_a_correlation_without_x_and_window_is_completed_from_the_data(root: Pat
                  window={"column": "order_date", "start": "2023-01-01", "end": "2023-12-31"})
     fixed = repaired(dated, root, "corr", r)
     assert fixed is not None and fixed.x.variable == "spend" and fixed.window.all_dates
+    # v8's writer: a calendar-year window on the file's real date column, which leaves out the 2024 row the script
+    # read; no x gives the printed r within the window, so the window is the slip: all dates
+    year = spec(name="corr", quantity="correlation", scale="coefficient",
+                window={"column": "date", "start": "2023-01-01", "end": "2023-12-31"})
+    within = float(np.corrcoef([100.0, 300.0, 10.0], [12.0, 28.0, 1.0])[0, 1])  # income is blank in the 2023-03 row
+    assert abs(within - r) > 1e-3
+    fixed = repaired(year, root, "corr", r)
+    assert fixed is not None and fixed.x.variable == "spend" and fixed.window.all_dates
+    assert repaired(year, root, "corr", within).window.column == "date"  # the window's own r: the window is kept
 
 
 def test_the_two_common_slips_are_repaired_from_the_data_only_when_the_number_then_matches(root: Path) -> None:
@@ -174,3 +183,16 @@ def test_a_verified_spec_is_pinned_to_its_one_reading(root: Path) -> None:
     assert pinned(mean, root, 123.0).population == "every customer"
     spearman = corr.model_copy(update={"aggregation": "Spearman rank correlation"})
     assert pinned(spearman, root, 0.5).aggregation == "Spearman rank correlation"
+
+
+def test_a_criterion_id_written_twice_is_renamed_not_refused() -> None:
+    from worldsmith.core.evolution_schemas import RubricDraft
+
+    def criterion(cid: str) -> dict:
+        return {"id": cid, "dimension": "evidence", "text": f"cites {cid}", "type": "preference",
+                "provenance": "generated"}
+
+    draft = RubricDraft.model_validate({"dimensions": ["data", "analysis", "evidence", "result"], "criteria": [
+        criterion("evidence"), criterion("result"), criterion("evidence"), criterion("evidence_2"),
+        criterion("evidence")]})
+    assert [c.id for c in draft.criteria] == ["evidence", "result", "evidence_3", "evidence_2", "evidence_4"]

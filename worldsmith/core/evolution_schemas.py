@@ -274,6 +274,28 @@ class RubricDraft(Model):
     dimensions: list[str] = Field(min_length=4, max_length=7)
     criteria: list[RubricCriterion] = Field(min_length=1, max_length=10)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _distinct_ids(cls, data: object) -> object:
+        """A criterion id written twice is a label slip, not a second criterion's loss: the later ones become
+        `<id>_2`, `<id>_3` (the 1.5B generator wrote `evidence` twice in all three drafts and the task was dropped)."""
+        if not isinstance(data, dict) or not isinstance(data.get("criteria"), list):
+            return data
+        seen: dict[str, int] = {}
+        taken = {c.get("id") for c in data["criteria"] if isinstance(c, dict)}
+        criteria = []
+        for c in data["criteria"]:
+            if isinstance(c, dict) and isinstance(c.get("id"), str):
+                n = seen[c["id"]] = seen.get(c["id"], 0) + 1
+                if n > 1:
+                    k = n
+                    while f"{c['id']}_{k}" in taken:
+                        k += 1
+                    taken.add(f"{c['id']}_{k}")
+                    c = {**c, "id": f"{c['id']}_{k}"}
+            criteria.append(c)
+        return {**data, "criteria": criteria}
+
     @model_validator(mode="after")
     def _consistent(self) -> RubricDraft:
         dims = {d.strip().lower() for d in self.dimensions}

@@ -182,7 +182,16 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
 
 def _with_x(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets | None:
     """A correlation or slope written without its other variable: the one numeric column of the measure's file
-    whose value with the measure is the printed number (None when no column, or more than one, gives it)."""
+    whose value with the measure is the printed number (None when no column, or more than one, gives it). When
+    none does within the spec's dated window, the same over all dates (the script read the whole file: v8's writer
+    put a calendar-year window on a file whose posting dates run a day past it)."""
+    found = _x_within(facets, root, printed)
+    if found is None and facets.window is not None and not facets.window.all_dates:
+        found = _x_within(facets.model_copy(update={"window": Window(all_dates=True)}), root, printed)
+    return found
+
+
+def _x_within(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets | None:
     if len(facets.measure.files) != 1:
         return None
     try:
