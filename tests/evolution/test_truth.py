@@ -59,6 +59,10 @@ def test_a_phenomenon_value_within_tolerance_counts_percent_or_fraction() -> Non
     assert match_finding("f5", "The returned share of web orders is 19.5%.", SHEET).matched == "web_return_rate"
     assert match_finding("f6", "The returned rate is 0.2 on the web.", SHEET).matched == "web_return_rate"
     assert match_finding("f7", "The returned rate is 0.25 on the web.", SHEET).verdict == "unchecked"
+    assert match_finding("f8", "The returned share of web orders is 19.5 percent.", SHEET).matched == "web_return_rate"
+    # v9: a mean of another column over the returned orders, 18.8, is no 19% return rate (no percent written)
+    mean = match_finding("f9", "The mean discount_pct across returned orders is 18.824626865671643.", SHEET)
+    assert mean.matched != "web_return_rate"
 
 
 def test_unrelated_findings_are_unchecked_and_precision_counts_only_checked_ones() -> None:

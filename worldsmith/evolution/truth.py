@@ -112,19 +112,22 @@ def coefficient_sign(text: str) -> int:
     return 0
 
 
-def _near(value: float, numbers: list[float], p: PlantedPhenomenon) -> bool:
+def _near(value: float, numbers: list[float], p: PlantedPhenomenon, percent: bool = False) -> bool:
+    """Whether a stated number is the phenomenon's value; read as a percentage only when the statement writes one
+    (v9: "the mean discount_pct across returned orders is 18.82" had passed for a 19.4% return rate)."""
     rule = Tolerant(abs=p.abs, rel=p.rel if (p.rel or p.abs) else DEFAULT_REL)
-    return any(rule.numbers(value, n) or rule.numbers(value * 100, n) for n in numbers)
+    return any(rule.numbers(value, n) or (percent and rule.numbers(value * 100, n)) for n in numbers)
 
 
 def match_finding(finding_id: str, statement: str, sheet: TruthSheet) -> TruthMatch:
     numbers = printed_numbers(statement)
+    percent = re.search(r"%|\bper ?cent\b", statement, re.IGNORECASE) is not None
 
     def _mentions(text: str, variable: str) -> bool:
         return any(_names(text, v) for v in [variable, *sheet.aliases.get(variable, [])])
 
     for p in sheet.phenomena:
-        if _mentions(statement, p.variables[0]) and _near(p.value, numbers, p):
+        if _mentions(statement, p.variables[0]) and _near(p.value, numbers, p, percent):
             return TruthMatch(finding=finding_id, verdict="correct", matched=p.id,
                               reason=f"states {p.id} = {p.value:g} within tolerance")
     said = direction(statement) or coefficient_sign(statement)
