@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from worldsmith.agents.analyst import decide
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
-from worldsmith.agents.executor import OBSERVATION_CHARS
+from worldsmith.agents.executor import OBSERVATION_CHARS, named_files
 from worldsmith.core.claim_numbers import (
     parse_results,
     printed_numbers,
@@ -192,8 +192,7 @@ def not_overturned(claimed: dict[str, float], check_stdout: str) -> str:
 
 def files_read(script: str, inputs: list[Path]) -> list[str]:
     """Base names of the input files (and of the files inside folder inputs) that `script` names."""
-    names = {f.name for p in inputs for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file()}
-    return sorted(n for n in names if names_file(script, n))
+    return sorted(named_files(script, inputs) | {p.name for p in inputs if p.is_file() and names_file(script, p.name)})
 
 
 async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script: str, rerun: ExecResult, sb: Any,
