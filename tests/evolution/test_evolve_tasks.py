@@ -120,3 +120,24 @@ async def test_packages_load_with_harbors_models_and_lint_clean(evolved) -> None
     for pkg in packages:
         got = report[str(pkg.resolve())]
         assert got["errors"] == [] and got["valid"] and got["lint"] == [], (pkg.name, got)
+
+
+async def test_a_finding_no_check_of_which_ran_becomes_no_task(evolved) -> None:
+    from worldsmith.app.evolve import EvolveRequest, evolve_report, summarize
+    from worldsmith.core.store import write_model
+    from worldsmith.graphs.evolve_ops import node_run_path, read_node_run
+
+    _, rt, run_dir = evolved
+    run = read_node_run(run_dir, 2)
+    assert run is not None and run.review is not None and run.review.verdict.checked
+    verdict = run.review.verdict.model_copy(update={"checked": False})
+    write_model(node_run_path(run_dir, 2), run.model_copy(update={"review": run.review.model_copy(
+        update={"verdict": verdict})}))
+    summary = await synthesize_tasks(rt, run_dir, n=3, samples=1)
+    assert summary.unchecked == [2]
+    assert [o.node for o in summary.outcomes] == [3, 4]  # node 2 stood on its reproduction alone
+    request = EvolveRequest(data_dir=str(run_dir))
+    s = summarize(run_dir, request, {"step": 3})
+    assert s.verified == 3 and s.unchecked == ["f2"]
+    assert "Standing on their reproduction alone (no alternative check of theirs ran; no task is built on them): f2." \
+        in evolve_report(run_dir, request, s)

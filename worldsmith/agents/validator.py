@@ -6,8 +6,9 @@ numbers than `execution_result.json` records, does not print a number the conclu
 the time grain the conclusion names (a "monthly" figure from a daily groupby) makes the claim unsupported without
 asking the model. Only a reproduced claim goes to the model, which proposes one alternative
 check (run in the same fresh sandbox; a check that does not run goes back once with its error) and judges it.
-A model that gives no usable plan or judgement leaves the claim unsupported: an unchecked finding must not reach
-training data. Two deterministic rules bracket the judge: a check that lands on the claim's numbers (1%) supports
+A model that gives no usable plan or judgement leaves the claim unsupported. A check that was written but never
+ran (both tries crashed) is no evidence against the claim: it stands on its reproduction, recorded as unchecked
+(`Verdict.checked` False), and the task synthesis does not build tasks on it. Two deterministic rules bracket the judge: a check that lands on the claim's numbers (1%) supports
 it without a judgement, and a judge's "unsupported" is overruled when every number the check printed is on the
 claim's side of zero and within 25% of a recorded number (another statistic of the same thing does not overturn
 it).
@@ -228,7 +229,17 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
         messages = [*messages, {"role": "assistant", "content": call.reply},
                     {"role": "user", "content": t.section("check failed", observation=failure)}]
     check_output = check.to_observation(OBSERVATION_CHARS)
-    if check.ok and agreement(result.numbers, check.stdout):
+    if not check.ok:
+        # v8 and v9 each lost a reproduced, correct claim (income -> amount, r = 0.4672 over the joined orders) to a
+        # check that crashed twice (a bad `ddof` argument, a string id cast to float), which the judge then called a
+        # falsification. A check that never ran is no evidence against the claim: it stands on its reproduction,
+        # recorded as unchecked so that the report and the task synthesis can tell it apart.
+        out.value = Verdict(verdict="supported", ground_truth=result.conclusion.strip(), reproduced=True,
+                            checked=False, falsification=f"{plan.description}\n{check_output}",
+                            issues=[f"no alternative check ran ({CHECK_ATTEMPTS} tries); the claim stands on its "
+                                    "reproduction alone"])
+        return out
+    if agreement(result.numbers, check.stdout):
         out.value = Verdict(verdict="supported", ground_truth=result.conclusion.strip(), reproduced=True,
                             falsification=f"{plan.description}\n{check_output}",
                             issues=[])
@@ -248,7 +259,7 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
                             issues=["the model gave no usable judgement: " + "; ".join(judged.errors[-2:])])
         return out
     j = judged.value
-    if j.verdict == "unsupported" and (why := not_overturned(result.numbers, check.stdout if check.ok else "")):
+    if j.verdict == "unsupported" and (why := not_overturned(result.numbers, check.stdout)):
         out.value = Verdict(verdict="supported", ground_truth=result.conclusion.strip(), reproduced=True,
                             falsification=falsification,
                             issues=[f"the judge's 'unsupported' was overruled: {why}", *j.issues][:3])

@@ -202,6 +202,8 @@ class EvolveSummary(BaseModel):
     stop: str | None
     notes: list[str] = Field(default_factory=list)
     truth: TruthScore | None = None
+    unchecked: list[str] = Field(default_factory=list, description="verified findings no alternative check of which "
+                                                                   "ran: they stand on their reproduction alone")
 
 
 def summarize(run_dir: Path, request: EvolveRequest, final: dict[str, Any]) -> EvolveSummary:
@@ -215,7 +217,10 @@ def summarize(run_dir: Path, request: EvolveRequest, final: dict[str, Any]) -> E
     tokens = int(final.get("tokens", 0))
     from worldsmith.graphs.evolve_ops import read_node_run
 
-    rounds = [len(r.review.rounds) for n in nodes if (r := read_node_run(run_dir, n.id)) is not None and r.review]
+    runs = {n.id: r for n in nodes if (r := read_node_run(run_dir, n.id)) is not None}
+    rounds = [len(r.review.rounds) for r in runs.values() if r.review]
+    unchecked = [n.finding().id for n in verified if (r := runs.get(n.id)) is not None and r.review is not None
+                 and r.review.verdict is not None and not r.review.verdict.checked]
     truth = None
     if request.world_dir:
         truth = score_findings([(n.finding().id, n.conclusion) for n in verified], truth_sheet(request.world_dir))
@@ -225,7 +230,7 @@ def summarize(run_dir: Path, request: EvolveRequest, final: dict[str, Any]) -> E
                          tokens_per_verified=round(tokens / len(verified), 1) if verified else None,
                          review_rounds=sum(rounds), max_review_rounds=max(rounds, default=0),
                          budget=request.config.budget, stop=final.get("stop"), notes=list(final.get("notes", [])),
-                         truth=truth)
+                         truth=truth, unchecked=unchecked)
 
 
 def evolve_report(run_dir: Path, request: EvolveRequest, s: EvolveSummary) -> str:
@@ -246,6 +251,9 @@ def evolve_report(run_dir: Path, request: EvolveRequest, s: EvolveSummary) -> st
               f"| {b.review_rounds} |"), "",
              (f"Stopped: {s.stop or 'not yet (resume with --resume)'}. Tokens per verified finding: "
              f"{s.tokens_per_verified if s.tokens_per_verified is not None else 'n/a (none verified)'}."), ""]
+    if s.unchecked:
+        lines += [(f"Standing on their reproduction alone (no alternative check of theirs ran; no task is built on "
+                   f"them): {', '.join(s.unchecked)}."), ""]
     if s.truth is not None:
         t = s.truth
         prec = f"{t.precision:.0%}" if t.precision is not None else "n/a"
@@ -255,7 +263,8 @@ def evolve_report(run_dir: Path, request: EvolveRequest, s: EvolveSummary) -> st
                   f"{t.checked + t.unchecked} verified findings); recall {rec} ({len(t.rediscovered)} of {t.planted} "
                   f"planted effects: {', '.join(t.rediscovered) or 'none'})."), "",
                   "| finding | verdict | matched | reason |", "|---|---|---|---|",
-                  *[f"| {m.finding} | {m.verdict} | {m.matched or '—'} | {m.reason} |" for m in t.matches], ""]
+                  *[f"| {m.finding}{' (reproduction only)' if m.finding in s.unchecked else ''} "
+                    f"| {m.verdict} | {m.matched or '—'} | {m.reason} |" for m in t.matches], ""]
     if s.notes:
         lines += ["## Notes", "", *[f"- {n}" for n in s.notes[-20:]], ""]
     return "\n".join(lines)

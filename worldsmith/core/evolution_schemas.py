@@ -221,6 +221,8 @@ class Verdict(Model):
     condition_dependencies: list[ConditionDependency] = Field(default_factory=list)
     reproduced: bool = Field(False, description="the script re-ran in a fresh sandbox and printed the same numbers")
     falsification: str = Field("", description="the alternative check tried and what it printed")
+    checked: bool = Field(True, description="an alternative check ran (False: none of the checks written ran, and a "
+                                            "supported claim stands on its reproduction alone)")
 
     @model_validator(mode="after")
     def _supported_has_truth(self) -> Verdict:

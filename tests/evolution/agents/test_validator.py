@@ -216,6 +216,27 @@ async def test_a_check_that_does_not_run_is_asked_again_once(scripted_llm, data:
     assert "Your check did not run" in script.requests[1].last_user  # the error went back with the retry
     assert "RESULT largest = 50" in script.requests[2].text  # the judge saw the working check
     assert len(out.calls) == 3 and out.errors[0].startswith("falsification check 1 did not run")
+    assert out.value.checked  # a check did run in the end
+    assert "start from a copy of it" in script.requests[1].last_user  # pointed at the script that runs
+
+
+async def test_a_check_that_never_runs_cannot_falsify_the_reproduced_claim(scripted_llm, data: Path, tmp_path: Path,
+                                                                            sandbox_config) -> None:
+    # v9: both checks of a correct, reproduced join claim crashed, and the judge then refused the claim for it
+    script, llm = scripted_llm
+    result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
+    ddof = plan("the total with a ddof", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                "print(f\"RESULT x = {df.amount.sum(ddof=1)}\")")
+    cast = plan("ids as numbers", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                "print(f\"RESULT x = {df.region.astype(float).sum()}\")")
+    script.queue(ddof, cast)  # no judgement queued: none may be asked for
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    v = out.value
+    assert v.verdict == "supported" and v.reproduced and not v.checked
+    assert v.ground_truth == "South sold 70 in total." and "stands on its reproduction alone" in v.issues[0]
+    assert "could not convert string to float" in v.falsification  # the last crash is on record
+    assert len(out.calls) == 2 and out.errors[0].startswith("falsification check 1 did not run")
 
 
 async def test_a_check_that_lands_on_the_claims_numbers_supports_it_without_a_judgement(
