@@ -84,6 +84,22 @@ def test_requirements_follow_the_path() -> None:
     text = instruction("Target question", reqs, "markdown")
     assert "`data/memos/q3.md`" in text and "Total by region?" in text and "answer.md" in text
     assert "Target question" in text and "finding" not in text
+    assert "as recorded" not in text  # nothing said about the rows unless the path's scripts show it
+
+
+def test_a_report_computed_over_the_rows_as_recorded_says_so() -> None:
+    from worldsmith.evolution.synthesis import as_recorded
+
+    plain = "import pandas as pd\ndf = pd.read_csv('data/orders.csv')\nprint(df.amount.corr(df.discount))"
+    assert as_recorded([plain, "print(1)  # no drop_duplicates() here, only in a comment"])
+    assert not as_recorded([plain, "df = df.drop_duplicates('order_id')"])  # repeats dropped
+    assert not as_recorded(["df = df[~df.order_id.duplicated()]"])
+    assert not as_recorded(["df['amt'] = df.amt / 100"])  # cents converted
+    text = instruction("How do discount and amount move together?", [], "markdown", recorded=True)
+    assert "rows of the files as recorded: keep repeated records and convert no value" in text
+    assert text.index("as recorded") < text.index("answer.md")  # before the deliverable's wording
+    tagged = instruction("q", [], "answer_tags", "@r[value]", recorded=True)
+    assert "as recorded" not in tagged  # a closed form's answer block pins its own population
 
 
 def test_deliverables_alternate_closed_form_and_reports() -> None:

@@ -174,8 +174,8 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
 
 
 async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requirement], fmt: syn.Deliverable,
-                  root_dir: Path, task_id: str) -> tuple[dict[str, Any] | None, str, list[str]]:
-    text = syn.instruction(goal, reqs, fmt)
+                  scripts: list[tuple[str, str]], root_dir: Path, task_id: str) -> tuple[dict[str, Any] | None, str, list[str]]:
+    text = syn.instruction(goal, reqs, fmt, recorded=syn.as_recorded([code for _, code in scripts]))
     cards, errors = await evidence_cards(rt, text, root_dir, task_id)
     if len(cards) < 2:
         return None, "dual evidence needs >= 2 successful solver runs: " + "; ".join(errors), []
@@ -228,7 +228,7 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
                 fmt = "markdown"
         if made is None:
             task_id = _task_id(run_dir, node, "report")
-            made, why2, dropped = await _report(rt, node, goal, reqs, fmt, root_dir, task_id)
+            made, why2, dropped = await _report(rt, node, goal, reqs, fmt, scripts, root_dir, task_id)
             why = "; ".join(w for w in (why, why2) if w)
         if made is None:
             outcomes.append(base.model_copy(update={"reason": why, "rubric_dropped": dropped}))

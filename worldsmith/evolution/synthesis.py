@@ -10,6 +10,7 @@ The model-facing parts (answer specs, dual evidence, rubric validation, rejectio
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -84,7 +85,26 @@ def choose_deliverable(index: int, numbers: dict[str, float]) -> Deliverable:
     return REPORT_FORMATS[(index // 2) % len(REPORT_FORMATS)]
 
 
-def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, answer_block: str = "") -> str:
+#: code that drops repeated records or converts a column's unit: a path whose scripts have neither computed its
+#: numbers over the rows as recorded
+_DEDUPES = re.compile(r"\bdrop_duplicates\s*\(|\bduplicated\s*\(")
+_CONVERTS = re.compile(r"[*/]\s*(?:100|1000|1e2|1e3|100\.0|1000\.0)\b")
+
+
+def as_recorded(scripts: list[str]) -> bool:
+    """Whether the path's scripts computed over every row as recorded (no repeated record dropped, no value
+    converted by a factor of 100 or 1,000), the reading a report task's rubric numbers then assume. A blind solve of
+    embedded run v9's report found the other one: its memo says a repeated order id counts once, and dropping the
+    20 repeats moved the correlation from -0.1950 to -0.2062, outside the rubric's 2%."""
+    code = "\n".join(line.split("#", 1)[0] for script in scripts for line in script.splitlines())
+    return not _DEDUPES.search(code) and not _CONVERTS.search(code)
+
+
+def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, answer_block: str = "",
+                recorded: bool = False) -> str:
+    """The task's instruction. A closed form's answer block pins its own population; a report whose numbers were
+    computed over the rows as recorded (`recorded`) says so, or a solver who follows a document's cleaning rule
+    computes other numbers than its rubric expects."""
     t = template(TASK_TEMPLATE)
     parts = [t.section("opening", goal=goal)]
     if reqs:
@@ -92,7 +112,10 @@ def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, an
                            sources=", ".join(f"`{DATA}/{s}`" for s in r.sources) or "the memos and notes")
                  for r in reqs]
         parts.append(t.section("requirements", requirements="\n".join(lines)))
-    parts.append(answer_block if deliverable == "answer_tags" else t.section(f"report {deliverable}"))
+    if deliverable == "answer_tags":
+        parts.append(answer_block)
+    else:
+        parts += [t.section("as recorded") if recorded else "", t.section(f"report {deliverable}")]
     return "\n\n".join(p.strip() for p in parts if p.strip())
 
 
