@@ -63,6 +63,15 @@ def test_a_phenomenon_value_within_tolerance_counts_percent_or_fraction() -> Non
     # v9: a mean of another column over the returned orders, 18.8, is no 19% return rate (no percent written)
     mean = match_finding("f9", "The mean discount_pct across returned orders is 18.824626865671643.", SHEET)
     assert mean.matched != "web_return_rate"
+    # a date the validator added states no value: December's 12 is not a planted gap of 12
+    gap = SHEET.model_copy(update={"phenomena": [PlantedPhenomenon(id="gap", variables=["amount"], value=12.0,
+                                                                   rel=0.05)]})
+    dated = match_finding("f10", "The mean amount is 30.5 (over the rows dated from 2023-07-01 to 2023-12-31 only).",
+                          gap)
+    assert dated.verdict == "unchecked"
+    assert match_finding("f10", "The mean gap in amount is 12.2.", gap).matched == "gap"
+    assert match_finding("f11", "The returned rate is 0.19 (over the rows dated up to 2023-07-01 only).",
+                         SHEET).matched == "web_return_rate"
 
 
 def test_unrelated_findings_are_unchecked_and_precision_counts_only_checked_ones() -> None:

@@ -119,8 +119,12 @@ def _near(value: float, numbers: list[float], p: PlantedPhenomenon, percent: boo
     return any(rule.numbers(value, n) or (percent and rule.numbers(value * 100, n)) for n in numbers)
 
 
+#: a calendar date (a window the validator stated: "over the rows dated from 2023-07-01 to 2023-12-31 only")
+_DATE = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
+
+
 def match_finding(finding_id: str, statement: str, sheet: TruthSheet) -> TruthMatch:
-    numbers = printed_numbers(statement)
+    numbers = printed_numbers(_DATE.sub(" ", statement))  # a date's parts are no stated values (12 for December)
     percent = re.search(r"%|\bper ?cent\b", statement, re.IGNORECASE) is not None
 
     def _mentions(text: str, variable: str) -> bool:

@@ -340,3 +340,51 @@ async def test_the_data_owners_notes_on_the_files_the_script_reads_reach_the_pla
     script.queue(CHECK, {"verdict": "supported", "ground_truth": "South sold 70 in total.", "issues": []})
     await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"], sandbox=sandbox_config)
     assert "data owners' notes" not in script.requests[-1].last_user  # no notes: the prompt as before
+
+
+def test_a_date_window_the_statement_does_not_name_is_found_in_the_script() -> None:
+    from worldsmith.agents.validator import scope_clause
+
+    h2 = "df = df[(df['date'] >= '2023-07-01') & (df['date'] <= '2023-12-31')]  # from '2023-01-05'"
+    claim = "The correlation between basket_size and amount in the 2023 orders is 0.8323."
+    assert scope_clause(claim, h2) == "over the rows dated from 2023-07-01 to 2023-12-31 only"
+    assert scope_clause("In H2 2023 the correlation is 0.8323.", h2) == ""  # the statement says so
+    assert scope_clause("From July 2023 on it is 0.8323.", h2) == ""
+    assert scope_clause("Since 2023-07 it is 0.8323.", h2) == ""
+    assert scope_clause("The correlation decreases and may be 0.8.", h2) != ""  # 'dec…', 'may' name no month
+    assert scope_clause(claim, "df = df[(df.date >= '2023-01-01') & (df.date < '2024-01-01')]") == ""  # a year
+    assert scope_clause(claim, "df = df[(df.date > '2022-12-31') & (df.date <= '2023-12-31')]") == ""
+    assert scope_clause(claim, "df = df[df.date.between('2023-03-01', '2023-05-31')]") == \
+        "over the rows dated from 2023-03-01 to 2023-05-31 only"
+    assert scope_clause(claim, "df = df[pd.to_datetime(df.date) < pd.Timestamp('2023-10-01')]") == \
+        "over the rows dated before 2023-10-01 only"
+    assert scope_clause(claim, "df = df['2023-02-01' <= df.date]") == "over the rows dated from 2023-02-01 on only"
+    assert scope_clause(claim, "df = df[df.date == '2023-07-01']") == ""  # one day is a group, not a window
+
+
+async def test_a_claim_from_part_of_the_year_is_revised_to_say_which_rows(scripted_llm, tmp_path: Path,
+                                                                          sandbox_config) -> None:
+    # v8 and v9 verified "… in the 2023 orders is 0.8323" from the rows of July to December only
+    data = tmp_path / "data"
+    data.mkdir()
+    dates = pd.date_range("2023-01-01", "2023-12-31", freq="7D")
+    orders = pd.DataFrame({"date": dates.strftime("%Y-%m-%d"), "amount": [float(i % 9 + 1) for i in range(len(dates))]})
+    orders.to_csv(data / "orders.csv", index=False)
+    h2 = float(orders[orders.date >= "2023-07-01"].amount.mean())  # the half-year's mean, by plain pandas
+    assert abs(h2 - orders.amount.mean()) > 0.01  # the whole year's differs
+    goal = GoalPackage(goal="Using orders.csv, compute the mean amount of the 2023 orders.")
+    script = ("import pandas as pd\ndf = pd.read_csv('orders.csv')\ndf = df[df['date'] >= '2023-07-01']\n"
+              "print(f\"RESULT mean_amount = {df.amount.mean()}\")")
+    work = tmp_path / "n1"
+    work.mkdir()
+    (work / "analyze_node1.py").write_text(script)
+    result = ExecutionResult(node="1", status="completed", goal=goal.goal, numbers={"mean_amount": h2},
+                             conclusion=f"The mean amount of the 2023 orders is {h2}.", script="analyze_node1.py",
+                             log="analysis_log.md", inputs=["orders.csv"])
+    scripted, llm = scripted_llm
+    scripted.queue(plan("the mean of the same rows again", script))  # lands on the claim's number: no judgement
+    out = await validate(llm, result, goal, workdir=work, inputs=[data / "orders.csv"], sandbox=sandbox_config)
+    v = out.value
+    assert v.verdict == "revised" and v.checked
+    assert v.ground_truth == f"The mean amount of the 2023 orders is {h2} (over the rows dated from 2023-07-01 on only)."
+    assert "which the statement did not say" in v.issues[0]
