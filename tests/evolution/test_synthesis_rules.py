@@ -133,3 +133,35 @@ def test_to_rubric_keeps_revised_text_weights_filters_and_defaults_a_tolerance()
     assert [(c.id, c.section, c.weight, c.source, c.confidence) for c in r.criteria] == [
         ("c1", "computation", 2.0, "gt", 1.0), ("c2", "presentation", 1.0, "generated", 0.8)]
     assert r.criteria[0].tolerance.rel == 0.01 and r.criteria[1].tolerance is None
+
+
+def test_a_task_over_two_linked_tables_names_the_key(tmp_path) -> None:
+    import pandas as pd
+
+    from worldsmith.evolution.synthesis import link_line
+    from worldsmith.tools.files import profile_workspace
+
+    data = tmp_path / "data"
+    data.mkdir()
+    accounts = [f"CU-{i % 12:04d}" for i in range(60)]  # 12 customers, each with several orders
+    pd.DataFrame({"order_id": range(60), "acct_ref": accounts, "amount": [float(i) for i in range(60)]}).to_csv(
+        data / "orders.csv", index=False)
+    pd.DataFrame({"customer_id": [f"C{i}" for i in range(12)], "income": [float(i) for i in range(12)]}).to_csv(
+        data / "crm.csv", index=False)
+    pd.DataFrame({"customer_id": [f"C{i}" for i in range(12)], "tier": list("ab" * 6)}).to_csv(
+        data / "tiers.csv", index=False)
+    pd.DataFrame({"customer_id": [f"C{i % 12}" for i in range(40)], "minutes": list(range(40))}).to_csv(
+        data / "visits.csv", index=False)
+    ws = profile_workspace([data])
+    plain = link_line(ws, ["v = pd.read_csv('visits.csv')\nc = pd.read_csv('crm.csv')"])
+    assert "row of `data/visits.csv` belongs to at most one row of `data/crm.csv`, the one whose `customer_id`\n" \
+           "equals the row's `customer_id`." in plain and "number" not in plain
+    joined = "import pandas as pd\norders = pd.read_csv('orders.csv')\ncrm = pd.read_csv('crm.csv')\n"
+    line = link_line(ws, [joined])
+    assert "each row of `data/orders.csv` belongs to at most one row of `data/crm.csv`" in line
+    assert "`customer_id`\nmatches the row's `acct_ref`" in line and "by the number in the id" in line
+    same = link_line(ws, ["pd.read_csv('crm.csv'); pd.read_csv('tiers.csv')"])
+    assert same == ""  # both keys unique: a one-to-one pairing, no facts table to match
+    assert link_line(ws, ["pd.read_csv('orders.csv')"]) == ""  # one table: no link
+    text = instruction("How does income relate to amount?", [], "answer_tags", "@r[value]", link=line)
+    assert text.index("How does income") < text.index("The tables link") < text.index("@r[value]")

@@ -45,6 +45,7 @@ from worldsmith.core.workspace_types import Node, script_name
 from worldsmith.evolution import synthesis as syn
 from worldsmith.graphs.evolve_ops import open_store, read_node_run
 from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.tools.files import profile_workspace
 from worldsmith.tools.sandbox import open_sandbox
 
 TASKS_DIR = "tasks"
@@ -152,7 +153,8 @@ def answer_tolerance(decimals: int | None, exact: bool) -> Tolerance:
 
 
 async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requirement], result: ExecutionResult,
-                       scripts: list[tuple[str, str]], root_dir: Path, files: list[str]) -> tuple[dict[str, Any] | None, str]:
+                       scripts: list[tuple[str, str]], root_dir: Path, files: list[str],
+                       link: str = "") -> tuple[dict[str, Any] | None, str]:
     name = next(iter(result.numbers))
     value, why = await replay_path(rt, root_dir, scripts, name)
     if value is None:
@@ -168,14 +170,15 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
     answer = AnswerSpec(name=name, value=round((value if exact is None else exact) * f.factor, 9),
                         tolerance=answer_tolerance(f.decimals, exact is not None), unit=f.grading_unit,
                         description=f.aggregation, spec=f)
-    return {"kind": "closed_form", "instruction": syn.instruction(goal, reqs, "answer_tags", render_answer_spec(f)),
+    return {"kind": "closed_form", "instruction": syn.instruction(goal, reqs, "answer_tags", render_answer_spec(f),
+                                                                  link=link),
             "deliverable": DeliverableSpec(format="answer_tags", answer_names=[name]), "answers": [answer],
             "solution": syn.solution_code(scripts, name, f.factor, f.decimals)}, ""
 
 
 async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requirement], fmt: syn.Deliverable,
-                  scripts: list[tuple[str, str]], root_dir: Path, task_id: str) -> tuple[dict[str, Any] | None, str, list[str]]:
-    text = syn.instruction(goal, reqs, fmt, recorded=syn.as_recorded([code for _, code in scripts]))
+                  scripts: list[tuple[str, str]], root_dir: Path, task_id: str, link: str = "") -> tuple[dict[str, Any] | None, str, list[str]]:
+    text = syn.instruction(goal, reqs, fmt, recorded=syn.as_recorded([code for _, code in scripts]), link=link)
     cards, errors = await evidence_cards(rt, text, root_dir, task_id)
     if len(cards) < 2:
         return None, "dual evidence needs >= 2 successful solver runs: " + "; ".join(errors), []
@@ -205,6 +208,7 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
     tasks_dir, root_dir = run_dir / TASKS_DIR, run_dir / ROOT_EXPORT
     files = await asyncio.to_thread(syn.export_root, store, root.id, root_dir)
     ref = await asyncio.to_thread(workspace_ref, root_dir, files)
+    profile = await asyncio.to_thread(profile_workspace, [root_dir / syn.DATA])  # how the root's tables link
     coll = TaskCollection(tasks_dir)
     kept_file = tasks_dir / "trajectories.jsonl"
     kept_file.unlink(missing_ok=True)  # a re-synthesis re-samples every task: no stale or doubled trajectories
@@ -219,16 +223,17 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
         scripts = [(script_name(p.id), store.read_bytes(p.id, script_name(p.id)).decode("utf-8"))
                    for p in path if p.mode != "root"]
         fmt = syn.choose_deliverable(i, result.numbers)
+        link = syn.link_line(profile, [code for _, code in scripts])
         base = TaskOutcome(node=node.id, depth=node.depth, mode=node.mode, status="dropped")
         dropped: list[str] = []
         made, why = None, ""
         if fmt == "answer_tags":
-            made, why = await _closed_form(rt, node, goal, reqs, result, scripts, root_dir, files)
+            made, why = await _closed_form(rt, node, goal, reqs, result, scripts, root_dir, files, link)
             if made is None:  # the number cannot be asked in closed form: ask for a report instead
                 fmt = "markdown"
         if made is None:
             task_id = _task_id(run_dir, node, "report")
-            made, why2, dropped = await _report(rt, node, goal, reqs, fmt, scripts, root_dir, task_id)
+            made, why2, dropped = await _report(rt, node, goal, reqs, fmt, scripts, root_dir, task_id, link)
             why = "; ".join(w for w in (why, why2) if w)
         if made is None:
             outcomes.append(base.model_copy(update={"reason": why, "rubric_dropped": dropped}))

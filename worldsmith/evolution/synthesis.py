@@ -23,6 +23,8 @@ from worldsmith.core.store import atomic_write_bytes
 from worldsmith.core.workspace_types import Node
 from worldsmith.evolution.workspace import SOURCES, WorkspaceStore
 from worldsmith.prompts import template
+from worldsmith.tools.files.join_code import plan_join
+from worldsmith.tools.files.models import TableProfile, WorkspaceProfile
 
 TASK_TEMPLATE = "evolve_task.md"
 DATA = "data"  # the package's environment/data/ holds the root workspace's files, nothing else
@@ -100,11 +102,30 @@ def as_recorded(scripts: list[str]) -> bool:
     return not _DEDUPES.search(code) and not _CONVERTS.search(code)
 
 
+def _table_words(t: TableProfile) -> str:
+    where = f"`{DATA}/{t.file}`"
+    return f"{where} (table `{t.table}`)" if t.table else where
+
+
+def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
+    """How the two tables the path joins link, when its scripts read exactly two tables the profile links by a key
+    unique on one side (`tools/files/join_code.plan_join`, the join the executor wrote for the node): the key
+    columns, and that ids spelled differently match by their number. '' when the path joins no two tables. A join
+    task that leaves the key to the solver has a reading per key a solver can guess (v9's join matched
+    `order_id` with `order_id`, one written `O-00017`, the other `17`)."""
+    plan = plan_join(ws, "\n".join(scripts)) or (plan_join(ws, scripts[-1]) if scripts else None)
+    if plan is None:
+        return ""
+    t = template(TASK_TEMPLATE)
+    return t.section("link number" if plan.spelled else "link text", facts=_table_words(plan.facts),
+                     lookup=_table_words(plan.lookup), fkey=plan.fkey, lkey=plan.lkey)
+
+
 def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, answer_block: str = "",
-                recorded: bool = False) -> str:
+                recorded: bool = False, link: str = "") -> str:
     """The task's instruction. A closed form's answer block pins its own population; a report whose numbers were
     computed over the rows as recorded (`recorded`) says so, or a solver who follows a document's cleaning rule
-    computes other numbers than its rubric expects."""
+    computes other numbers than its rubric expects. `link` (from `link_line`) says how two joined tables link."""
     t = template(TASK_TEMPLATE)
     parts = [t.section("opening", goal=goal)]
     if reqs:
@@ -112,6 +133,7 @@ def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, an
                            sources=", ".join(f"`{DATA}/{s}`" for s in r.sources) or "the memos and notes")
                  for r in reqs]
         parts.append(t.section("requirements", requirements="\n".join(lines)))
+    parts.append(link)
     if deliverable == "answer_tags":
         parts.append(answer_block)
     else:
