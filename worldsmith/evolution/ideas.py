@@ -208,6 +208,7 @@ def join_ideas(files: Any, limit: int = MAX_IDEAS, root: str | Path | None = Non
     """Up to `limit` questions across two tables the profile links by a key, one side's key unique (the lookup)
     and the other's not (the facts), the strongest relations on the joined sample first. Parts of one table (the
     same columns in several files) are stacked, never joined, so their links offer nothing here."""
+    from worldsmith.tools.files.join_code import lookup_join
     from worldsmith.tools.files.parts import table_parts
 
     base = _root(files, root)
@@ -223,18 +224,11 @@ def join_ideas(files: Any, limit: int = MAX_IDEAS, root: str | Path | None = Non
     groups: list[list[tuple[float, str]]] = []
     seen: set[tuple[str, str]] = set()
     for j in files.joins:
-        left, right = tables.get(j.left.table_label), tables.get(j.right.table_label)
-        if left is None or right is None or j.left_unique == j.right_unique:
+        plan = lookup_join(j, tables, part_of)
+        if plan is None or (plan.facts.label, plan.lookup.label) in seen:
             continue
-        if part_of.get(left.label, -1) == part_of.get(right.label, -2):
-            continue
-        (facts, fkey), (lookup, lkey) = ((left, j.left.column), (right, j.right.column)) if j.right_unique else \
-            ((right, j.right.column), (left, j.left.column))
-        if (facts.label, lookup.label) in seen:
-            continue
-        seen.add((facts.label, lookup.label))
-        f, lk = sample(facts), sample(lookup)
-        spelled = j.spellings is not None
-        df = _joined(f, fkey, lk, lkey, spelled) if f is not None and lk is not None else None
-        groups.append(_pair_ideas(facts, fkey, lookup, lkey, spelled, df))
+        seen.add((plan.facts.label, plan.lookup.label))
+        f, lk = sample(plan.facts), sample(plan.lookup)
+        df = _joined(f, plan.fkey, lk, plan.lkey, plan.spelled) if f is not None and lk is not None else None
+        groups.append(_pair_ideas(plan.facts, plan.fkey, plan.lookup, plan.lkey, plan.spelled, df))
     return _ranked(groups, limit)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,21 @@ def _load(t: TableProfile) -> str:
     return t.load
 
 
+def lookup_join(j: CandidateJoin, tables: Mapping[str, TableProfile], part_of: Mapping[str, int]) -> JoinPlan | None:
+    """Link `j` as a many-to-one join (the facts' key repeats, the lookup's is unique), or None: one of its tables
+    is not in `tables` (by label), both keys or neither are unique, or the two tables are parts of one table
+    (`part_of`: label -> part group; parts are stacked, never joined)."""
+    left, right = tables.get(j.left.table_label), tables.get(j.right.table_label)
+    if left is None or right is None or j.left_unique == j.right_unique:
+        return None
+    if part_of.get(left.label, -1) == part_of.get(right.label, -2):
+        return None
+    spelled = j.spellings is not None
+    if j.right_unique:
+        return JoinPlan(left, j.left.column, right, j.right.column, spelled)
+    return JoinPlan(right, j.right.column, left, j.left.column, spelled)
+
+
 def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
     """The join `text` asks for: it names the files of exactly two of the profile's tables, which the profile links
     by a key unique on one side only (and not as parts of one table). Of several such links, the one whose two
@@ -77,18 +93,13 @@ def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
         return None
     labels = {t.label: t for t in named}
     part_of = {label: i for i, g in enumerate(table_parts(named)) for label in g.labels}
-    links: list[CandidateJoin] = [
-        j for j in ws.joins
-        if {j.left.table_label, j.right.table_label} == set(labels) and j.left_unique != j.right_unique
-        and (j.overlap_ratio or 0) > 0 and part_of.get(j.left.table_label, -1) != part_of.get(j.right.table_label, -2)
-    ]
+    links = [(j, plan) for j in ws.joins
+             if {j.left.table_label, j.right.table_label} == set(labels) and (j.overlap_ratio or 0) > 0
+             and (plan := lookup_join(j, labels, part_of)) is not None]
     if not links:
         return None
 
     def written(j: CandidateJoin) -> bool:
         return all(re.search(rf"(?<!\w){re.escape(c)}(?!\w)", text) for c in (j.left.column, j.right.column))
 
-    best = max(links, key=lambda j: (written(j), j.overlap_ratio or 0))
-    (facts, fkey), (lookup, lkey) = ((best.left, best.left.column), (best.right, best.right.column)) \
-        if best.right_unique else ((best.right, best.right.column), (best.left, best.left.column))
-    return JoinPlan(labels[facts.table_label], fkey, labels[lookup.table_label], lkey, best.spellings is not None)
+    return max(links, key=lambda link: (written(link[0]), link[0].overlap_ratio or 0))[1]
