@@ -149,6 +149,42 @@ def test_report_verifier_without_judge_writes_the_deterministic_partial_reward(t
     assert "99" not in json.dumps(out["items"])
 
 
+def test_an_xlsx_report_is_graded_on_its_cells_by_the_clean_verifier(tmp_path: Path, clean_python: Path) -> None:
+    # synthesis asks every third report as answer.xlsx (sheets "summary" and "notes"); it was read as zip bytes
+    openpyxl = pytest.importorskip("openpyxl")
+    task = _report(_workspace(tmp_path)).model_copy(update={
+        "deliverable": DeliverableSpec(format="xlsx", filename="answer.xlsx")})
+    pkg = write_task_package(task, tmp_path / "pkgs" / "rp1")
+    workspace = tmp_path / "workspace"
+    shutil.copytree(pkg / "environment", workspace, ignore=shutil.ignore_patterns("Dockerfile"))
+    wb = openpyxl.Workbook()
+    summary = wb.active
+    summary.title = "summary"
+    summary.append(["name", "value", "definition"])
+    summary.append(["north region total amount", 10, "sum of amount where region is north"])
+    summary.append(["south region total amount", 20.2, "sum of amount where region is south"])
+    wb.create_sheet("notes").append(["South sells twice the north."])
+    wb.save(workspace / "answer.xlsx")
+    reward = tmp_path / "logs" / "reward.txt"
+    r = _run_test_sh(pkg, workspace / "answer.xlsx", reward, clean_python, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    met = {i["id"]: i["met"] for i in json.loads((reward.parent / "grade.json").read_text())["items"]}
+    assert met == {"north_total": True, "south_total": True, "recommends_audit": None}  # 20.2 within 20 ± 0.5
+    summary["B3"] = 25  # the south total wrong: that item fails, read from the cell
+    wb.save(workspace / "answer.xlsx")
+    r = _run_test_sh(pkg, workspace / "answer.xlsx", reward, clean_python, tmp_path)
+    met = {i["id"]: i["met"] for i in json.loads((reward.parent / "grade.json").read_text())["items"]}
+    assert met["south_total"] is False and met["north_total"] is True
+    # what the instruction says is graded is what the verifier reads: the workspace's files too, for a report
+    assert "together with the other text files and workbooks" in (pkg / "instruction.md").read_text()
+    (tmp_path / "c").mkdir()
+    closed = write_task_package(_closed(_workspace(tmp_path / "c")), tmp_path / "pkgs" / "cf1")
+    assert "answer.md`: only that file is graded." in (closed / "instruction.md").read_text()
+    (workspace / "answer.xlsx").write_bytes(b"not a zip")  # a broken workbook grades as nothing readable
+    r = _run_test_sh(pkg, workspace / "answer.xlsx", reward, clean_python, tmp_path)
+    assert r.returncode == 1 and float(reward.read_text()) == 0.0
+
+
 def test_report_verifier_grades_judge_items_through_an_openai_compatible_endpoint(
         tmp_path: Path, clean_python: Path, fake_openai) -> None:
     pkg = write_task_package(_report(_workspace(tmp_path)), tmp_path / "pkgs" / "rp1")

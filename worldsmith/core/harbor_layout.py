@@ -18,7 +18,7 @@ from typing import Any
 
 from worldsmith.core.schemas import Task
 from worldsmith.core.store import ArtifactError
-from worldsmith.prompts import load_prompt
+from worldsmith.prompts import load_prompt, template
 
 SCHEMA_VERSION = "1.4"
 WORKDIR = "/workspace"
@@ -73,7 +73,8 @@ def answer_file(task: Task) -> str:
 
 def instruction_md(task: Task) -> str:
     """instruction.md: the task's instruction plus where to save the answer (a Harbor agent is graded on files)."""
-    delivery = load_prompt("package_delivery.md").strip().format(workdir=WORKDIR,
+    graded = template("package_graded.md").section("closed form" if task.kind == "closed_form" else "report")
+    delivery = load_prompt("package_delivery.md").strip().format(workdir=WORKDIR, graded=graded.strip(),
                                                                  answer_path=f"{WORKDIR}/{answer_file(task)}")
     return f"{task.instruction.rstrip()}\n\n{delivery}\n"
 

@@ -438,24 +438,100 @@ def judge_from_env(prompt_dir: str | os.PathLike[str], env: Mapping[str, str] | 
 # --------------------------------------------------------------------------------------------- verifier
 
 
+_XLSX_NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
+            "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
+            "p": "http://schemas.openxmlformats.org/package/2006/relationships"}
+#: rows of one sheet an xlsx deliverable is read to (a summary sheet is a few rows; a dumped table is capped)
+MAX_XLSX_ROWS = 500
+
+
+def _column_index(ref: str) -> int:
+    """0 for A1, 27 for AB3."""
+    n = 0
+    for ch in re.match(r"[A-Z]+", ref).group(0):  # type: ignore[union-attr]
+        n = n * 26 + ord(ch) - 64
+    return n - 1
+
+
+def xlsx_text(path: str | os.PathLike[str]) -> str:
+    """An Excel workbook's cells as text, each sheet a Markdown table under `## sheet NAME` (its first row the
+    header), read with the standard library (zipfile + ElementTree: the verifier runs without openpyxl). An xlsx
+    report (sheets "summary" and "notes") was read as the zip's bytes, so no number in it could ever be found."""
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    def texts(node: Any) -> str:
+        return "".join(t.text or "" for t in node.iter(f"{{{_XLSX_NS['m']}}}t"))
+
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+        shared = [texts(si) for si in ET.fromstring(z.read("xl/sharedStrings.xml")).findall("m:si", _XLSX_NS)] \
+            if "xl/sharedStrings.xml" in names else []
+        rels = {r.get("Id"): r.get("Target", "") for r in
+                ET.fromstring(z.read("xl/_rels/workbook.xml.rels")).findall("p:Relationship", _XLSX_NS)}
+        out = []
+        for sheet in ET.fromstring(z.read("xl/workbook.xml")).iterfind("m:sheets/m:sheet", _XLSX_NS):
+            target = rels.get(sheet.get(f"{{{_XLSX_NS['r']}}}id"), "").lstrip("/")
+            member = target if target.startswith("xl/") else f"xl/{target}"
+            if member not in names:
+                continue
+            rows: list[list[str]] = []
+            for row in ET.fromstring(z.read(member)).iterfind("m:sheetData/m:row", _XLSX_NS):
+                cells: dict[int, str] = {}
+                for i, c in enumerate(row.iterfind("m:c", _XLSX_NS)):
+                    kind, v = c.get("t"), c.find("m:v", _XLSX_NS)
+                    if kind == "inlineStr":
+                        value = texts(c)
+                    elif v is None or v.text is None:
+                        continue
+                    elif kind == "s":
+                        value = shared[int(v.text)] if int(v.text) < len(shared) else ""
+                    elif kind == "b":
+                        value = "TRUE" if v.text == "1" else "FALSE"
+                    else:
+                        value = v.text
+                    cells[_column_index(c.get("r", "")) if c.get("r") else i] = value.replace("|", "/").replace(
+                        "\n", " ")
+                if cells:
+                    rows.append([cells.get(k, "") for k in range(max(cells) + 1)])
+                if len(rows) >= MAX_XLSX_ROWS:
+                    break
+            width = max((len(r) for r in rows), default=0)
+            table = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in rows]
+            if table:
+                table.insert(1, "|" + "---|" * width)
+            out.append(f"## sheet {sheet.get('name', '')}\n\n" + "\n".join(table))
+    return "\n\n".join(out)
+
+
+def _file_text(path: Path) -> str:
+    """A deliverable file as text: an xlsx workbook's cells (unreadable ones said so), else the file decoded."""
+    if path.suffix.lower() == ".xlsx":
+        try:
+            return xlsx_text(path)
+        except Exception as exc:  # a broken workbook is graded as what it is: nothing readable
+            return f"(the workbook {path.name} could not be read: {type(exc).__name__})"
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
 def read_deliverable(response: str | os.PathLike[str] | None, workspace: str | os.PathLike[str] | None,
                      inputs: Sequence[str] = (), exclude_dirs: Sequence[str | os.PathLike[str]] = ()) -> str:
-    """The response file's text plus the text files the solver wrote in the workspace (each capped); `inputs`
-    (paths relative to the workspace: the task's own data files) and `exclude_dirs` (the verifier's own
-    folder, should it sit inside the workspace) are not the solver's and are skipped."""
+    """The response file's text plus the text files (and workbooks) the solver wrote in the workspace (each
+    capped); `inputs` (paths relative to the workspace: the task's own data files) and `exclude_dirs` (the
+    verifier's own folder, should it sit inside the workspace) are not the solver's and are skipped."""
     parts = []
     resp = Path(response).resolve() if response is not None else None
     if resp is not None and resp.is_file():
-        parts.append(resp.read_text(encoding="utf-8", errors="replace"))
+        parts.append(_file_text(resp))
     if workspace is not None and Path(workspace).is_dir():
         root, given = Path(workspace), set(inputs)
         excluded = [Path(d).resolve() for d in exclude_dirs]
         for p in sorted(root.rglob("*")):
-            if (not p.is_file() or p.suffix.lower() not in TEXT_SUFFIXES or p.resolve() == resp
+            if (not p.is_file() or p.suffix.lower() not in TEXT_SUFFIXES | {".xlsx"} or p.resolve() == resp
                     or p.relative_to(root).as_posix() in given or any(p.resolve().is_relative_to(d) for d in excluded)):
                 continue
             parts.append(f"\n\n--- file: {p.relative_to(root).as_posix()} ---\n"
-                         + p.read_text(encoding="utf-8", errors="replace")[:MAX_WORKSPACE_FILE_CHARS])
+                         + _file_text(p)[:MAX_WORKSPACE_FILE_CHARS])
     return "".join(parts)
 
 
