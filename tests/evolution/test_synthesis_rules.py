@@ -87,6 +87,18 @@ def test_requirements_follow_the_path() -> None:
     assert "as recorded" not in text  # nothing said about the rows unless the path's scripts show it
 
 
+def test_a_search_target_asks_for_the_documents_on_its_own_question_once() -> None:
+    path = [node(1, 0, "root"), node(2, 1, "search")]
+    runs = {2: _run(2, "search", "In orders.csv, how strongly are discount and amount correlated?",
+                    ["memos/orders.md", "f1"])}
+    reqs = requirements(path, runs)
+    assert [(r.kind, r.text, r.sources) for r in reqs] == [("retrieval", "", ["memos/orders.md"])]
+    text = instruction("To compute the correlation between discount and amount in the 2023 orders.", reqs, "json")
+    assert "Question: Compute the correlation between discount and amount in the 2023 orders." in text
+    assert "say about the question (`data/memos/orders.md`)" in text
+    assert text.count("correlat") == 1  # v9: the requirement repeated the question in other words
+
+
 def test_a_report_computed_over_the_rows_as_recorded_says_so() -> None:
     from worldsmith.evolution.synthesis import as_recorded
 

@@ -248,7 +248,7 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
                     metadata={"evolution": {"run": run_dir.name, "node": node.id, "finding": f"f{node.id}",
                                             "verdict": node.status, "evidence": node.conclusion, "depth": node.depth,
                                             "modes": [p.mode for p in path],
-                                            "requirements": [f"{r.kind}: {r.text}" for r in reqs]}})
+                                            "requirements": [f"{r.kind}: {r.text or 'the question'}" for r in reqs]}})
         await asyncio.to_thread(coll.add, task, files_root=root_dir, solution_code=made["solution"],
                                 group=ref.content_hash, overwrite=True)
         passed, scores = (await rejection_sample(rt, coll, task, samples, kept_file)

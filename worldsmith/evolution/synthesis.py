@@ -66,7 +66,8 @@ def requirements(path: list[Node], runs: dict[int, NodeRun]) -> list[Requirement
         run = runs.get(node.id)
         question = run.question if run else node.goal
         if node.mode == "search":
-            out.append(Requirement(kind="retrieval", node=node.id, text=question,
+            # the target's own retrieval is about the task's question, which the instruction already states
+            out.append(Requirement(kind="retrieval", node=node.id, text="" if node.id == target.id else question,
                                    sources=[s for s in (run.retrieved if run else []) if not s.startswith("f")]))
         elif node.id == target.id:
             continue
@@ -107,6 +108,17 @@ def _table_words(t: TableProfile) -> str:
     return f"{where} (table `{t.table}`)" if t.table else where
 
 
+def task_question(goal: str) -> str:
+    """The goal as the task's question: a proposer's "To compute the correlation … ." is asked as "Compute the
+    correlation … ." (v9's report opened with "Question: To compute …")."""
+    text = goal.strip()
+    m = re.match(r"(?i)to\s+(\w)", text)
+    if m is None:
+        return text
+    rest = text[m.start(1):]
+    return rest[0].upper() + rest[1:]
+
+
 def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
     """How the two tables the path joins link, when its scripts read exactly two tables the profile links by a key
     unique on one side (`tools/files/join_code.plan_join`, the join the executor wrote for the node): the key
@@ -127,9 +139,9 @@ def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, an
     computed over the rows as recorded (`recorded`) says so, or a solver who follows a document's cleaning rule
     computes other numbers than its rubric expects. `link` (from `link_line`) says how two joined tables link."""
     t = template(TASK_TEMPLATE)
-    parts = [t.section("opening", goal=goal)]
+    parts = [t.section("opening", goal=task_question(goal))]
     if reqs:
-        lines = [t.section(r.kind, question=r.text,
+        lines = [t.section(r.kind if r.text else f"{r.kind} of the question", question=r.text,
                            sources=", ".join(f"`{DATA}/{s}`" for s in r.sources) or "the memos and notes")
                  for r in reqs]
         parts.append(t.section("requirements", requirements="\n".join(lines)))
