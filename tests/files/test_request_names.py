@@ -133,3 +133,37 @@ def test_file_notes_are_the_list_items_of_the_documents_naming_the_file(tmp_path
     ]  # the README lists every file: an index, not a note; big.md is about another file
     assert file_notes(inputs, ["crm.xlsx"]) == []
     assert file_notes([room / "orders.csv", room / "README.md"], ["orders.csv"]) == []  # no memo mounted
+
+
+def test_a_question_over_two_linked_tables_gets_their_join_as_a_first_cell(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from worldsmith.agents.analyst import opening_turn
+
+    room = tmp_path / "room"
+    room.mkdir()
+    exams = pd.DataFrame({"student": [f"st{i}" for i in range(30)], "school_id": [f"sc{i % 6}" for i in range(30)],
+                          "score": [float(50 + i) for i in range(30)]})
+    schools = pd.DataFrame({"school_id": [f"SCH-{i:04d}" for i in range(6)],
+                            "school_type": ["state", "independent"] * 3})
+    exams.to_csv(room / "exams.csv", index=False)
+    schools.to_json(room / "schools.json", orient="records")
+    files = [str(p) for p in sorted(room.iterdir())]
+    question = ("Mean `score` in `data/exams.csv` by `school_type` (in `data/schools.json`): independent minus state. "
+                "Answer as @gap[value].")
+    turn = opening_turn(question, files, 1300, ["gap"])
+    assert "# Joining the two tables" in turn and turn.index("# Task") < turn.index("# Joining")
+    code = turn.split("```python\n", 1)[1].split("```", 1)[0]
+    # the shown cell, run as the model would run it, joins as plain pandas does by the number in the ids
+    probe = code + "\nprint(round(df[df.school_type == 'independent'].score.mean() - " \
+                   "df[df.school_type == 'state'].score.mean(), 6))\n"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=room, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    exams["n"], schools["n"] = exams.school_id.str[2:].astype(int), schools.school_id.str[4:].astype(int)
+    joined = exams.merge(schools.drop(columns="school_id"), on="n")
+    gap = joined[joined.school_type == "independent"].score.mean() - joined[joined.school_type == "state"].score.mean()
+    assert "joined: 30 of 30 rows of exams.csv matched a row of schools.json" in out.stdout
+    assert float(out.stdout.strip().splitlines()[-1]) == round(gap, 6)
+    one = opening_turn("Mean `score` in `data/exams.csv`. Answer as @m[value].", files, 1300, ["m"])
+    assert "Joining" not in one  # one table: no join
