@@ -56,6 +56,42 @@ def named_files(goal: str, inputs: list[Path]) -> set[str]:
     return {n for n in inside if names_file(goal, n)}
 
 
+def _mentions(text: str, column: str) -> bool:
+    """Whether `text` writes the column's name as a word (`income`, income; not 'incomes' nor `a.income`)."""
+    return re.search(rf"(?<![\w.]){re.escape(column)}(?![\w.])", text, re.IGNORECASE) is not None
+
+
+def linked_files(goal: str, inputs: list[Path], named: set[str]) -> dict[str, list[str]]:
+    """Files the goal needs besides the ones it names (`named`, base names): a table linked to a named one by a key
+    unique on its side (tools/files/join_code.lookup_join) that alone holds a column the goal writes and no named
+    table has, as {file base name: those columns}. v10's proposer wrote "the average income by region in the 2023
+    orders using the `orders_2023.csv` file" for the director's "In crm.xlsx, what is the average income by
+    region …": shown orders_2023.csv alone, every attempt of three such nodes failed on KeyError 'income' or
+    'region'. Empty when the goal names no file, or every column it writes is in a named table."""
+    if not named:
+        return {}
+    from worldsmith.tools.files.join_code import lookup_join
+    from worldsmith.tools.files.parts import table_parts
+
+    ws = mounted_profile([str(p) for p in inputs])
+    tables = {t.label: t for t in ws.tables}
+    part_of = {label: i for i, g in enumerate(table_parts(ws.tables)) for label in g.labels}
+    shown = [t for t in ws.tables if Path(t.file).name in named]
+    have = {c.name.lower() for t in shown for c in t.columns}
+    linked = {p.lookup.label for j in ws.joins if (p := lookup_join(j, tables, part_of)) is not None
+              and p.facts in shown and p.lookup not in shown}
+    holders: dict[str, list[str]] = {}  # column the goal writes -> linked tables holding it
+    for label in linked:
+        for c in tables[label].columns:
+            if c.name.lower() not in have and _mentions(goal, c.name):
+                holders.setdefault(c.name, []).append(label)
+    out: dict[str, list[str]] = {}
+    for column, labels in holders.items():
+        if len(labels) == 1:  # one linked table holds it: that is the one meant
+            out.setdefault(Path(tables[labels[0]].file).name, []).append(column)
+    return out
+
+
 def _profile(inputs: list[Path], max_chars: int, only: set[str] | None = None) -> str:
     """The inputs' tables as the analyst sees them: the exact load call, the columns and a few rows of each
     (a small model that guesses column names writes scripts that fail). `only`: file base names to keep."""
@@ -166,8 +202,18 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     # suffixed column, str vs int keys). The sandbox still mounts every input.
     t, shown, names = template(TEMPLATE), named_inputs(goal.goal, inputs), [p.name for p in inputs]
     only = named_files(goal.goal, shown)
-    joined, why = await prepare_join(goal.goal, shown, only, inputs, sandbox, timeout_s)
+    named = only or {p.name for p in shown if names_file(goal.goal, p.name)}
+    extra = await asyncio.to_thread(linked_files, goal.goal, inputs, named)
+    if extra:  # the table that holds the goal's columns is shown and joined too
+        shown += [p for p in inputs if p.name in extra and p not in shown]
+        only = only | set(extra) if only else only
+    join_text = goal.goal + "".join(f"\n{name}" for name in extra)
+    joined, why = await prepare_join(join_text, shown, only, inputs, sandbox, timeout_s)
     log = _Log(goal.goal)
+    for name, columns in extra.items():
+        log.add("A file the goal needs", f"the goal's {', '.join(f'`{c}`' for c in columns)} "
+                                         f"{'is' if len(columns) == 1 else 'are'} in {name}, which it does not "
+                                         "name: that file is shown and joined too")
     if joined is not None:
         log.add("The join put at the top of the script", joined.code, "python")
     elif why:

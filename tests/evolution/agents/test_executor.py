@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from worldsmith.agents.executor import LOG_FILE, RESULT_FILE, execute
 from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage
@@ -195,3 +196,36 @@ async def test_a_goal_over_two_linked_tables_gets_their_join_at_the_top_of_its_s
     join = Joined(code=code, columns=[], rows=10, of=10)
     assert with_join(join, analysis) == saved and with_join(join, saved) == saved
     assert with_join(None, analysis) == analysis
+
+
+async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_that_file_joined(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    """v10: "the average income by region in the 2023 orders using the `orders_2023.csv` file" — income and region
+    are crm's — failed on KeyError three times over. The linked table holding them is shown and joined."""
+    from worldsmith.agents.executor import linked_files
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "orders.csv").write_text("order_id,acct_ref,amount\n" + "".join(
+        f"O{i},C-{(i % 5) + 1:05d},{10 * i}\n" for i in range(1, 11)))
+    (data / "crm.csv").write_text("customer_id,region,income\n" + "".join(
+        f"CUST_{k},{'north' if k % 2 else 'south'},{1000 * k}\n" for k in range(1, 6)))
+    (data / "visits.csv").write_text("visit,region\n" + "".join(f"V{i},east\n" for i in range(1, 8)))  # unlinked
+    inputs = [data / "orders.csv", data / "crm.csv", data / "visits.csv"]
+    goal = GoalPackage(goal="To compute the mean amount by region in the orders, using the orders.csv file.")
+    assert linked_files(goal.goal, inputs, {"orders.csv"}) == {"crm.csv": ["region"]}
+    assert linked_files("The mean amount in orders.csv.", inputs, {"orders.csv"}) == {}  # its own columns
+    assert linked_files("The mean amount by region.", inputs, set()) == {}  # names no file: nothing to anchor
+    analysis = "for k, v in df.groupby('region')['amount'].mean().items():\n    print(f'RESULT mean_{k} = {v}')"
+    script, llm = scripted_llm
+    script.queue(f"<think>x</think><code>{analysis}</code>",
+                 {**REPORT, "conclusion": "North orders average 61.67 and south ones 45."})
+    work = tmp_path / "n1"
+    out = await execute(llm, goal, node=1, workdir=work, inputs=inputs, sandbox=sandbox_config)
+    user = script.requests[0].messages[-1]["content"]
+    assert "- crm.csv" in user and "(10 of 10 rows matched)" in user and "visits.csv" not in user
+    # by hand: order i is account (i % 5) + 1, worth 10 i; odd accounts are north: orders 5, 10, 2, 7, 4, 9
+    # → 370 / 6; even accounts south: orders 1, 6, 3, 8 → 180 / 4
+    assert out.value.status == "completed"
+    assert out.value.numbers["mean_north"] == pytest.approx(370 / 6) and out.value.numbers["mean_south"] == 45.0
+    assert "the goal's `region` is in crm.csv" in (work / LOG_FILE).read_text()
