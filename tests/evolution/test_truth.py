@@ -74,6 +74,18 @@ def test_a_phenomenon_value_within_tolerance_counts_percent_or_fraction() -> Non
                          SHEET).matched == "web_return_rate"
 
 
+def test_a_group_phenomenon_needs_its_group_named() -> None:
+    north = SHEET.model_copy(update={"phenomena": [PlantedPhenomenon(
+        id="north_income", variables=["income", "region"], value=48015.4, rel=0.02, group=["north", "N"])]})
+    # v10: four unlabelled region means, one of them within 2% of the north's, is no north figure
+    blind = match_finding("f5", "The average income by region is 48616.22, 47885.11, 54265.65 and 49965.90.", north)
+    assert blind.matched != "north_income"
+    assert match_finding("f6", "Mean income in the North is 48,100.", north).matched == "north_income"
+    assert match_finding("f7", "Mean income: N 48100, S 52000.", north).matched == "north_income"  # the data's code
+    assert match_finding("f8", "Mean income by region 'N' is 48100.", north).matched == "north_income"
+    assert match_finding("f9", "No region's mean income (n = 48100) …", north).matched != "north_income"  # 'n' ≠ N
+
+
 def test_unrelated_findings_are_unchecked_and_precision_counts_only_checked_ones() -> None:
     score = score_findings([("f2", "Order amount falls with discount_pct."),
                             ("f3", "Amount drops with income."),
@@ -97,6 +109,12 @@ def test_a_worlds_truth_sheet(tmp_path: Path) -> None:
     assert all(isinstance(p.value, float) for p in sheet.phenomena) and sheet.phenomena
     # the template's order system renames amount in its later yearly files (the file on disk says so)
     assert "amt" in sheet.aliases["amount"] and "amt" in (world / "data" / "orders_2024.csv").read_text().split("\n")[0]
+    # the north's mean income is about one region, which the CRM export codes as 'N' (its memo says so)
+    north = next(p for p in sheet.phenomena if p.id == "north_income")
+    assert north.group == ["north", "N"]
+    import pandas as pd
+
+    assert set(pd.read_excel(world / "data" / "crm.xlsx", sheet_name="crm")["region"].dropna()) == {"N", "S", "E", "W"}
 
 
 @pytest.mark.parametrize(("text", "sign"), [

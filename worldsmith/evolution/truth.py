@@ -46,6 +46,9 @@ class PlantedPhenomenon(BaseModel):
     value: float
     abs: float | None = None
     rel: float | None = None
+    group: list[str] = Field(default_factory=list, description="a group value the phenomenon is about and the codes "
+                                                               "the observed files write it as ('north', 'N'); a "
+                                                               "statement must name one of them")
 
 
 class TruthSheet(BaseModel):
@@ -123,6 +126,19 @@ def _near(value: float, numbers: list[float], p: PlantedPhenomenon, percent: boo
 _DATE = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
 
 
+def _names_group(text: str, p: PlantedPhenomenon) -> bool:
+    """Whether a statement names the phenomenon's group, if it has one: v10's "the average income by region is
+    48616.22, 47885.11, 54265.65 and 49965.90" names no region, yet one of its numbers lies within 2% of the north's
+    mean. A label is matched as a word in any case; a code of one or two letters ('N') only as written."""
+    if not p.group:
+        return True
+    for label in p.group:
+        flags = 0 if len(label) <= 2 else re.IGNORECASE
+        if re.search(rf"(?<![\w'\"]){re.escape(label)}(?![\w'\"])|['\"]{re.escape(label)}['\"]", text, flags):
+            return True
+    return False
+
+
 def match_finding(finding_id: str, statement: str, sheet: TruthSheet) -> TruthMatch:
     numbers = printed_numbers(_DATE.sub(" ", statement))  # a date's parts are no stated values (12 for December)
     percent = re.search(r"%|\bper ?cent\b", statement, re.IGNORECASE) is not None
@@ -131,7 +147,7 @@ def match_finding(finding_id: str, statement: str, sheet: TruthSheet) -> TruthMa
         return any(_names(text, v) for v in [variable, *sheet.aliases.get(variable, [])])
 
     for p in sheet.phenomena:
-        if _mentions(statement, p.variables[0]) and _near(p.value, numbers, p, percent):
+        if _mentions(statement, p.variables[0]) and _near(p.value, numbers, p, percent) and _names_group(statement, p):
             return TruthMatch(finding=finding_id, verdict="correct", matched=p.id,
                               reason=f"states {p.id} = {p.value:g} within tolerance")
     said = direction(statement) or coefficient_sign(statement)
@@ -196,16 +212,23 @@ def truth_sheet(world_dir: str | Path) -> TruthSheet:
                                                         for a in getattr(e, "attributes", [])]
     edges = [PlantedEdge(id=e.id or e.default_id(), sources=list(e.sources), target=e.target,
                          sign=edge_sign(e.mechanism)) for e in contract.edges]
+    aliases: dict[str, list[str]] = {}
+    codes: dict[str, dict[str, list[str]]] = {}  # variable -> value -> the codes observed files write it as
+    for system in getattr(contract, "systems", []):
+        for d in system.defects:
+            if d.type == "rename" and d.new_name not in aliases.get(d.column, []):
+                aliases.setdefault(d.column, []).append(d.new_name)
+            if d.type == "recode":
+                for value, code in (getattr(d, "mapping", None) or {}).items():
+                    codes.setdefault(d.variable, {}).setdefault(str(value), []).append(str(code))
     phenomena = []
     for p in contract.phenomena:
         t = truth.get(p.id)
         if t is None or not isinstance(t.value, (int, float)) or isinstance(t.value, bool):
             continue
+        group, by = getattr(p.recipe, "group", None), getattr(p.recipe, "by", None)
+        labels = [str(group), *codes.get(str(by), {}).get(str(group), [])] if group is not None else []
         phenomena.append(PlantedPhenomenon(id=p.id, variables=_recipe_variables(p.recipe) or [p.id],
-                                           value=float(t.value), abs=t.tolerance.abs, rel=t.tolerance.rel))
-    aliases: dict[str, list[str]] = {}
-    for system in getattr(contract, "systems", []):
-        for d in system.defects:
-            if d.type == "rename" and d.new_name not in aliases.get(d.column, []):
-                aliases.setdefault(d.column, []).append(d.new_name)
+                                           value=float(t.value), abs=t.tolerance.abs, rel=t.tolerance.rel,
+                                           group=list(dict.fromkeys(labels))))
     return TruthSheet(variables=variables, edges=edges, phenomena=phenomena, aliases=aliases)
