@@ -388,3 +388,36 @@ async def test_a_claim_from_part_of_the_year_is_revised_to_say_which_rows(script
     assert v.verdict == "revised" and v.checked
     assert v.ground_truth == f"The mean amount of the 2023 orders is {h2} (over the rows dated from 2023-07-01 on only)."
     assert "which the statement did not say" in v.issues[0]
+
+
+async def test_a_claim_about_a_column_the_script_never_reads_is_unsupported_without_asking(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    # v10: "the mean discount_pct across returned orders is 14.9642" averaged every order the returns log lists;
+    # over the returned ones (returned == 1) it is another number
+    from worldsmith.agents.validator import unread_columns
+
+    data = tmp_path / "data"
+    data.mkdir()
+    log = pd.DataFrame({"order_id": range(8), "discount_pct": [10.0, 20, 30, 40, 10, 20, 30, 40],
+                        "returned": [1, 0, 1, 0, 0, 0, 1, 0]})
+    log.to_csv(data / "returns.csv", index=False)
+    everyone, returned = log.discount_pct.mean(), log[log.returned == 1].discount_pct.mean()
+    assert (everyone, returned) == (25.0, 70 / 3)  # by hand: the claim's number is not the returned orders' mean
+    wrong = ("import pandas as pd\ndf = pd.read_csv('returns.csv')\n"
+             "print(f\"RESULT mean_discount_pct = {df[df.order_id.notna()].discount_pct.mean()}\")  # returned")
+    right = wrong.replace("df.order_id.notna()", "df['returned'] == 1")
+    claim = "The mean discount_pct across returned orders is {}."
+    assert unread_columns(claim.format(25.0), wrong, [data / "returns.csv"]) == ["returned"]
+    assert unread_columns(claim.format(returned), right, [data / "returns.csv"]) == []
+    assert unread_columns("The mean discount across orders is 25.0.", wrong, [data / "returns.csv"]) == []
+    goal = GoalPackage(goal="Using returns.csv, how does the mean discount_pct differ across returned?")
+    work = tmp_path / "n1"
+    work.mkdir()
+    (work / "analyze_node1.py").write_text(wrong)
+    result = ExecutionResult(node="1", status="completed", goal=goal.goal, numbers={"mean_discount_pct": 25.0},
+                             conclusion=claim.format(25.0), script="analyze_node1.py", log="analysis_log.md",
+                             inputs=["returns.csv"])
+    _, llm = scripted_llm  # nothing queued: the model is not asked
+    out = await validate(llm, result, goal, workdir=work, inputs=[data / "returns.csv"], sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
+    assert "`returned`, a column of the data the script never reads" in out.value.issues[0]
