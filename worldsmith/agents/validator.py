@@ -171,7 +171,7 @@ def unread_columns(conclusion: str, script: str, inputs: list[Path]) -> list[str
     """Columns of the tables the script reads that the conclusion names (as a word) but the script never uses (as a
     quoted name or an attribute; comments do not count), sorted. v10 verified "the mean discount_pct across returned
     orders is 14.9642" from a script that kept every order the returns log lists, returned or not (18.82 over the
-    returned ones): the claim was about the `returned` column, which the script never read. On the ten other
+    returned ones): the claim was about the `returned` column, which the script never read. On the nine other
     findings of v8-v10 no column is named that its script did not use."""
     from worldsmith.agents.analyst import mounted_profile
 
