@@ -196,3 +196,31 @@ def test_a_criterion_id_written_twice_is_renamed_not_refused() -> None:
         criterion("evidence"), criterion("result"), criterion("evidence"), criterion("evidence_2"),
         criterion("evidence")]})
     assert [c.id for c in draft.criteria] == ["evidence", "result", "evidence_3", "evidence_2", "evidence_4"]
+
+
+async def test_a_correlation_whose_measure_names_files_the_script_never_read_is_repaired(root: Path,
+                                                                                         tmp_path: Path) -> None:
+    # v10: the 2023 correlation's spec named all three yearly files for its measure and no x, three times over
+    import uuid
+
+    from worldsmith.agents.task_writer import write_answer_spec
+    from worldsmith.llm import LLM, LLMConfig
+    from worldsmith.llm.providers.scripted import Script, register_script, unregister_script
+
+    pd.DataFrame({"spend": [1.0, 2.0], "income": [5.0, 1.0]}).to_csv(root / "data" / "crm_old.csv", index=False)
+    df = pd.DataFrame(ROWS).dropna()
+    r = float(np.corrcoef(df.income, df.spend)[0, 1])  # by hand, over crm.csv's rows with both recorded
+    name = f"spec-{uuid.uuid4().hex[:8]}"
+    script = register_script(name, Script())
+    llm = LLM(LLMConfig(default={"provider": "scripted", "model": name}, cache=False), home=tmp_path / "home")
+    slipped = {**spec(name="corr", quantity="correlation", scale="coefficient", decimals=4).model_dump(mode="json"),
+               "measure": {"variable": "income", "description": "income", "unit": "USD",
+                           "files": ["data/crm.csv", "data/crm_old.csv"]}}
+    script.queue(slipped, slipped, slipped)
+    code = "import pandas as pd\ndf = pd.read_csv('crm.csv')\nprint('RESULT corr =', df.income.corr(df.spend))"
+    out = await write_answer_spec(llm, goal="correlation of income and spend", script=code, name="corr", value=r,
+                                  files=["data/crm.csv", "data/crm_old.csv"], root=root)
+    assert out.value is not None and out.value.measure.files == ["data/crm.csv"]
+    assert out.value.x.variable == "spend" and out.errors[-1].startswith("the last spec was repaired from the data")
+    llm.close()
+    unregister_script(name)

@@ -50,6 +50,22 @@ def spec_problems(facets: AnswerFacets, name: str, files: list[str], *, root: Pa
     return problems
 
 
+def narrowed(facets: AnswerFacets, script: str) -> AnswerFacets:
+    """The spec with its measure's (and x's) files cut to the ones the script reads, when it reads some of them: v10's
+    writer gave the 2023 correlation's measure all three yearly order files, so no single file could supply its
+    missing x and the repair gave up."""
+    from worldsmith.tools.files.names import names_file
+
+    def cut(files: list[str]) -> list[str]:
+        read = [f for f in files if names_file(script, PurePosixPath(f).name)]
+        return read or files
+
+    update: dict[str, Any] = {"measure": facets.measure.model_copy(update={"files": cut(facets.measure.files)})}
+    if facets.x is not None:
+        update["x"] = facets.x.model_copy(update={"files": cut(facets.x.files)})
+    return facets.model_copy(update=update)
+
+
 async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, value: float, files: list[str],
                             role: str = "teacher", retries: int = 2, root: Path | None = None) -> Outcome[AnswerFacets]:
     t = template(TEMPLATE)
@@ -61,11 +77,11 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
     if out.value is None and root is not None:  # the model never got it right: fix its last spec from the data
         last = next((v for c in reversed(out.calls) if (v := validate_reply(c.reply, AnswerFacets)[0]) is not None),
                     None)
-        fixed = repaired(resolved(last, files), root, name, value) if last is not None else None
+        fixed = repaired(narrowed(resolved(last, files), script), root, name, value) if last is not None else None
         if fixed is not None and not spec_problems(fixed, name, files, root=root, value=value):
             out.value = fixed
-            out.errors.append("the last spec was repaired from the data (a dateless window, a group's filter) and "
-                              "then computed the printed number")
+            out.errors.append("the last spec was repaired from the data (files the script does not read, a dateless "
+                              "window, a group's filter, a missing x) and then computed the printed number")
     if out.value is not None:
         out.value = resolved(out.value, files)
         if root is not None:
