@@ -421,3 +421,25 @@ async def test_a_claim_about_a_column_the_script_never_reads_is_unsupported_with
     out = await validate(llm, result, goal, workdir=work, inputs=[data / "returns.csv"], sandbox=sandbox_config)
     assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
     assert "`returned`, a column of the data the script never reads" in out.value.issues[0]
+
+
+async def test_numbers_the_conclusion_states_must_be_recorded_result_lines(scripted_llm, data: Path, tmp_path: Path,
+                                                                           sandbox_config) -> None:
+    # v10: region means printed as a Series after one RESULT line, stated without their regions
+    from worldsmith.agents.validator import unrecorded_issues
+
+    means = pd.read_csv(data / "sales.csv").groupby("region").amount.mean()  # by plain pandas
+    script = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+              "print(f\"RESULT south_total = {df[df.region == 'south'].amount.sum()}\")\n"
+              "print('RESULT means =', df.groupby('region').amount.mean())")
+    stated = ", ".join(f"{v:g}" for v in means)
+    result = node(tmp_path / "n1", f"South sold 70 in total; the mean amount by region is {stated}.",
+                  {"south_total": south_total(data)}, script=script)
+    issues = unrecorded_issues(result)
+    assert issues and all(f"{v:g}" in issues[0] for v in means) and "70" not in issues[0].split("records")[0]
+    assert unrecorded_issues(node(tmp_path / "n2", "South sold 70 in total.", {"south_total": 70.0})) == []
+    _, llm = scripted_llm  # nothing queued: decided without the model
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
+    assert "which no RESULT line records" in out.value.issues[0]
