@@ -3,15 +3,17 @@ alternative check, return supported / revised / unsupported.
 
 The deterministic part decides first and cannot be overruled: a script that fails on re-run, prints other
 numbers than `execution_result.json` records, does not print a number the conclusion states, or never works on
-the time grain the conclusion names (a "monthly" figure from a daily groupby), states a number no RESULT line
-records, or names a column the script never reads, makes the claim unsupported without asking the model. Only a reproduced claim goes to the model, which proposes one alternative
-check (run in the same fresh sandbox; a check that does not run goes back once with its error) and judges it.
-A model that gives no usable plan or judgement leaves the claim unsupported. A check that was written but never
-ran (both tries crashed) is no evidence against the claim: it stands on its reproduction, recorded as unchecked
-(`Verdict.checked` False), and the task synthesis does not build tasks on it. Two deterministic rules bracket the judge: a check that lands on the claim's numbers (1%) supports
-it without a judgement, and a judge's "unsupported" is overruled when every number the check printed is on the
-claim's side of zero and within 25% of a recorded number (another statistic of the same thing does not overturn
-it).
+the time grain the conclusion names (a "monthly" figure from a daily groupby), a conclusion that states a number
+no RESULT line records or names a column the script never reads: each makes the claim unsupported without asking
+the model. Only a reproduced claim goes to the model, which proposes one alternative check (run in the same fresh
+sandbox; a check that does not run goes back once with its error) and judges it. A model that gives no usable plan
+or judgement leaves the claim unsupported. A check that was written but never ran (both tries crashed) is no
+evidence against the claim: it stands on its reproduction, recorded as unchecked (`Verdict.checked` False), and
+the task synthesis does not build tasks on it. A statement whose script keeps only part of a year's rows by date
+is revised to say which rows. Two deterministic rules bracket the judge: a check that lands on the claim's numbers
+(1%) supports it without a judgement, and a judge's "unsupported" is overruled when every number the check
+printed is on the claim's side of zero and within 25% of a recorded number (another statistic of the same thing
+does not overturn it).
 """
 
 from __future__ import annotations
@@ -97,9 +99,7 @@ def unrecorded_issues(result: ExecutionResult) -> list[str]:
     line, its region labels lost on the way. A finding's numbers are its recorded ones, each named for what it is;
     of the ten findings of v8-v10 only that one states others."""
     if bad := unbacked_numbers(result.conclusion, [*result.numbers.values(), *printed_numbers(result.goal)]):
-        return [f"the conclusion states {', '.join(bad)}, which no RESULT line records: print each number the "
-                "conclusion states as its own RESULT line, named for what it is (a group's value named after "
-                "its group)"]
+        return [" ".join(template(TEMPLATE).section("unrecorded numbers", numbers=", ".join(bad)).split())]
     return []
 
 
@@ -237,8 +237,7 @@ async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, work
             if unread := await asyncio.to_thread(unread_columns, result.conclusion, script, inputs):
                 names = ", ".join(f"`{c}`" for c in unread)
                 return Outcome(Verdict(verdict="unsupported", reproduced=True, issues=[
-                    f"the conclusion speaks of {names}, a column of the data the script never reads: compute the "
-                    "claim from that column, or state only what the script computed"]))
+                    " ".join(template(TEMPLATE).section("unread columns", columns=names).split())]))
             out = await _falsify(llm, result, goal, script, rerun, sb, inputs, role, retries, timeout_s)
     v = out.value
     if v is not None and v.verdict != "unsupported" and (clause := scope_clause(v.ground_truth, script)):
