@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -153,16 +154,22 @@ async def test_a_failed_script_written_again_is_called_a_repeat(scripted_llm, da
     assert "same script as your previous attempt" in script.requests[2].last_user  # written again as it was
 
 
-async def test_a_goal_over_two_linked_tables_gets_their_join_at_the_top_of_its_script(
-        scripted_llm, tmp_path: Path, sandbox_config) -> None:
-    """The model writes only the analysis of `df`; the join (ids spelled C-00001 and CUST_1) is run once, shown
-    with the columns of `df`, and put at the top of the saved script, which re-runs alone."""
+def orders_and_crm(tmp_path: Path, columns: str, values: Callable[[int], str]) -> Path:
+    """data/orders.csv (order i: account C-0000((i % 5) + 1), amount 10 i) and data/crm.csv (CUST_k, then `columns`
+    holding `values(k)`): the same accounts, their ids spelled differently."""
     data = tmp_path / "data"
     data.mkdir()
     (data / "orders.csv").write_text("order_id,acct_ref,amount\n" + "".join(
         f"O{i},C-{(i % 5) + 1:05d},{10 * i}\n" for i in range(1, 11)))
-    (data / "crm.csv").write_text("customer_id,segment\n" + "".join(
-        f"CUST_{k},{'gold' if k % 2 else 'basic'}\n" for k in range(1, 6)))
+    (data / "crm.csv").write_text(f"customer_id,{columns}\n" + "".join(f"CUST_{k},{values(k)}\n" for k in range(1, 6)))
+    return data
+
+
+async def test_a_goal_over_two_linked_tables_gets_their_join_at_the_top_of_its_script(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    """The model writes only the analysis of `df`; the join (ids spelled C-00001 and CUST_1) is run once, shown
+    with the columns of `df`, and put at the top of the saved script, which re-runs alone."""
+    data = orders_and_crm(tmp_path, "segment", lambda k: "gold" if k % 2 else "basic")
     analysis = ("m = df.groupby('segment')['amount'].sum()\n"
                 "for k, v in m.items():\n    print(f'RESULT total_{k} = {v}')")
     script, llm = scripted_llm
@@ -204,12 +211,7 @@ async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_t
     are crm's — failed on KeyError three times over. The linked table holding them is shown and joined."""
     from worldsmith.agents.executor import linked_files
 
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "orders.csv").write_text("order_id,acct_ref,amount\n" + "".join(
-        f"O{i},C-{(i % 5) + 1:05d},{10 * i}\n" for i in range(1, 11)))
-    (data / "crm.csv").write_text("customer_id,region,income\n" + "".join(
-        f"CUST_{k},{'north' if k % 2 else 'south'},{1000 * k}\n" for k in range(1, 6)))
+    data = orders_and_crm(tmp_path, "region,income", lambda k: f"{'north' if k % 2 else 'south'},{1000 * k}")
     (data / "visits.csv").write_text("visit,region\n" + "".join(f"V{i},east\n" for i in range(1, 8)))  # unlinked
     inputs = [data / "orders.csv", data / "crm.csv", data / "visits.csv"]
     goal = GoalPackage(goal="To compute the mean amount by region in the orders, using the orders.csv file.")
