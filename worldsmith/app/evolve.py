@@ -219,8 +219,7 @@ def summarize(run_dir: Path, request: EvolveRequest, final: dict[str, Any]) -> E
 
     runs = {n.id: r for n in nodes if (r := read_node_run(run_dir, n.id)) is not None}
     rounds = [len(r.review.rounds) for r in runs.values() if r.review]
-    unchecked = [n.finding().id for n in verified if (r := runs.get(n.id)) is not None and r.review is not None
-                 and r.review.verdict is not None and not r.review.verdict.checked]
+    unchecked = [n.finding().id for n in verified if (r := runs.get(n.id)) is not None and r.unchecked]
     truth = None
     if request.world_dir:
         truth = score_findings([(n.finding().id, n.conclusion) for n in verified], truth_sheet(request.world_dir))

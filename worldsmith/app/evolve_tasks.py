@@ -29,7 +29,7 @@ from worldsmith.agents.task_writer import write_answer_spec
 from worldsmith.evolution.spec_check import spec_value
 from worldsmith.agents.validator import SAME_NUMBER
 from worldsmith.core.answer_spec import render_answer_spec
-from worldsmith.core.evolution_schemas import EvidenceCard, ExecutionResult, GoalPackage, NodeRun
+from worldsmith.core.evolution_schemas import EvidenceCard, ExecutionResult, GoalPackage
 from worldsmith.core.schemas import (
     AnswerSpec,
     DeliverableSpec,
@@ -214,7 +214,9 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
     kept_file = tasks_dir / "trajectories.jsonl"
     kept_file.unlink(missing_ok=True)  # a re-synthesis re-samples every task: no stale or doubled trajectories
     outcomes: list[TaskOutcome] = []
-    unchecked = [x.id for x in nodes if x.verified and not _checked(read_node_run(run_dir, x.id))]
+    # a finding that stands on its reproduction alone never becomes a task, nor training data
+    unchecked = [x.id for x in nodes
+                 if x.verified and (r := read_node_run(run_dir, x.id)) is not None and r.unchecked]
     for i, node in enumerate(syn.pick_targets([x for x in nodes if x.id not in unchecked], n)):
         path = await asyncio.to_thread(store.graph.path_to_root, node.id)
         runs = {p.id: r for p in path if (r := read_node_run(run_dir, p.id)) is not None}
@@ -268,13 +270,6 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
                                kept_trajectories=sum(o.passed for o in outcomes), unchecked=unchecked)
     atomic_write_text(tasks_dir / "synthesis.json", summary.model_dump_json(indent=2) + "\n")
     return summary
-
-
-def _checked(run: NodeRun | None) -> bool:
-    """Whether the node's finding survived an alternative check that ran (a finding that stands on its
-    reproduction alone never becomes a task, nor training data)."""
-    verdict = run.review.verdict if run is not None and run.review is not None else None
-    return verdict is None or verdict.checked
 
 
 def pass_rate_by_depth(outcomes: list[TaskOutcome]) -> dict[int, float]:

@@ -377,3 +377,8 @@ class NodeRun(Model):
     status: Literal["supported", "revised", "unsupported", "failed"]
     tokens: int = Field(0, ge=0)
     error: str | None = None
+
+    @property
+    def unchecked(self) -> bool:
+        """The validator let the finding stand on its reproduction alone: no alternative check of it ran."""
+        return self.review is not None and self.review.verdict is not None and not self.review.verdict.checked
