@@ -1,19 +1,45 @@
 """The rubric generator (dual evidence): the verified ground truth and >= 2 evidence cards from independent solver
 runs → a rubric of 4-7 dimensions and at most 10 criteria, filter vs preference, provenance gt/generated with at
-most 40% gt. The structural rules live in `RubricDraft` itself, so a draft that breaks them goes back to the model
-with the validation errors; grounding is the criterion validator's job.
+most 40% gt. The structural rules live in `RubricDraft` itself; grounding is the criterion validator's job.
+
+Between the two, a screen (`screened`) does what a 1.5B generator gets wrong most and what needs no model to judge.
+Its drafts in the v8-v10 runs echoed the schema ("one of the rubric's dimensions" under a dimension called
+"dimension"), copied the task's question ("… how strongly are basket_size and amount correlated?") or the prompt's
+instructions, listed one criterion twice, and labelled everything "gt": three drafts in a row were refused for the
+gt share and the task was lost. The screen drops criteria that are no requirement of a deliverable, sets each
+numeric criterion's provenance from the evidence (a value the ground truth states is gt, one only the solvers
+computed is generated), and sends back only what remains wrong.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from worldsmith.agents.asking import Outcome, ask, versions
-from worldsmith.core.evolution_schemas import EvidenceCard, RubricDraft
+from worldsmith.core.claim_numbers import stated_numbers
+from worldsmith.core.evolution_schemas import (
+    MAX_GT_SHARE,
+    EvidenceCard,
+    RubricCriterion,
+    RubricDraft,
+    RubricProposal,
+)
+from worldsmith.core.grading import Tolerant
 from worldsmith.prompts import template
 
 TEMPLATE = "evolve_rubric.md"
+
+#: a criterion's dimension named after a field of the schema is the schema echoed, not a quality of a deliverable
+SCHEMA_WORDS = {"id", "ids", "dimension", "dimensions", "text", "type", "provenance", "expected_value", "tolerance",
+                "criteria", "criterion", "gt", "generated", "filter", "preference"}
+#: a criterion copying this many words of the task or the cards restates them; it asks nothing of a deliverable
+COPIED_WORDS = 6
+#: two values within this relative distance are one number (a rounding apart)
+SAME_VALUE = Tolerant(abs=1e-9, rel=1e-3)
 
 
 def render_cards(cards: list[EvidenceCard]) -> str:
@@ -29,11 +55,140 @@ def check_cards(cards: list[EvidenceCard]) -> None:
                          f"{len(cards)} card(s) from {sorted({c.solver for c in cards})}")
 
 
+def agreed_values(cards: list[EvidenceCard], ground_truth: str) -> list[str]:
+    """Values two different solver runs both computed (within a rounding) that the ground truth does not state:
+    the evidence a "generated" criterion can stand on. Each as 'name = value' with the first card's name."""
+    truth = [v for _, v, _ in stated_numbers(ground_truth)]
+    out: list[str] = []
+    seen: list[float] = []
+    for i, a in enumerate(cards):
+        for name, v in a.computed_values.items():
+            if any(SAME_VALUE.numbers(v, s) for s in seen) or any(_states(t, v) for t in truth):
+                continue
+            if any(b.solver != a.solver and any(SAME_VALUE.numbers(v, w) for w in b.computed_values.values())
+                   for b in cards[i + 1:]):
+                seen.append(v)
+                out.append(f"{name} = {v:.6g}")
+    return out
+
+
+def _states(stated: float, value: float) -> bool:
+    """Whether a number stated in text (rounded, perhaps a percentage) is `value`."""
+    scale = max(abs(stated), 1e-12)
+    return any(abs(stated - r) <= max(5e-3 * scale, 5e-5) for r in (value, value * 100))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[`'\"*]", "", text.lower())).strip(" .;:")
+
+
+def _words(text: str) -> int:
+    return len(re.findall(r"[a-z]{2,}", text.lower()))
+
+
+def _schema_text() -> str:
+    return " ".join(f.description or "" for f in RubricCriterion.model_fields.values())
+
+
+def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str) -> str | None:
+    """Why criterion `c` asks nothing of a deliverable, or None. `instructions` is the prompt's own text (system
+    and template, the schema's descriptions), `copied_from` the task and the cards."""
+    text = _norm(c.text)
+    dim = re.sub(r"[\s-]+", "_", c.dimension.strip().lower())
+    if dim in SCHEMA_WORDS or c.id.strip().lower() in {"provenance_gt", "provenance_generated"}:
+        return f"its dimension {c.dimension!r} is a field of the rubric's schema, not a quality of a deliverable"
+    if _words(text) < 3:
+        return "too short to say what a deliverable must contain"
+    if text.endswith("?"):
+        return "a question, not a requirement a deliverable meets"
+    if text in _norm(instructions):
+        return "it copies the instructions given to you"
+    if _words(text) >= COPIED_WORDS and text in _norm(copied_from):
+        return "it copies the task or an evidence card instead of saying what the deliverable must show"
+    return None
+
+
+def _provenance(c: RubricCriterion, truth: list[float], card_values: list[float]) -> str:
+    """gt when the criterion's number is one the ground truth states; generated when it is one only the solvers
+    computed; the model's label when the criterion has no number or the number is neither."""
+    numbers = [c.expected_value] if c.expected_value is not None else [v for _, v, _ in stated_numbers(c.text)]
+    if not numbers:
+        return c.provenance
+    if any(_states(t, v) for v in numbers for t in truth):
+        return "gt"
+    if any(SAME_VALUE.numbers(v, w) for v in numbers for w in card_values):
+        return "generated"
+    return c.provenance
+
+
+def screened(p: RubricProposal, *, instructions: str, task: str, ground_truth: str,
+             cards: list[EvidenceCard]) -> tuple[RubricDraft | None, list[str], list[str]]:
+    """(the draft, what is still wrong with it for the model to fix, what the screen changed)."""
+    truth = [v for _, v, _ in stated_numbers(ground_truth)]
+    card_values = [v for c in cards for v in c.computed_values.values()]
+    copied_from = task + "\n" + render_cards(cards)
+    kept: list[RubricCriterion] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    for c in p.criteria:
+        why = not_a_requirement(c, instructions=instructions, copied_from=copied_from)
+        if why is None and _norm(c.text) in seen:
+            why = "it repeats an earlier criterion"
+        if why is not None:
+            notes.append(f"dropped {c.id}: {why}")
+            continue
+        seen.add(_norm(c.text))
+        label = _provenance(c, truth, card_values)
+        if label != c.provenance:
+            notes.append(f"{c.id}: provenance {c.provenance} → {label} (its number is "
+                         f"{'stated by the ground truth' if label == 'gt' else 'computed by the solvers only'})")
+            c = c.model_copy(update={"provenance": label})
+        kept.append(c)
+    dims = [d for d in p.dimensions if re.sub(r"[\s-]+", "_", d.strip().lower()) not in SCHEMA_WORDS]
+    dropped = [f"criterion {n.removeprefix('dropped ')}" for n in notes if n.startswith("dropped ")]
+    if not kept:
+        return None, dropped + ["no criterion is left: write criteria that each name one thing the deliverable "
+                                "must state or show"], notes
+    gt = sum(c.provenance == "gt" for c in kept)
+    if gt > MAX_GT_SHARE * len(kept):
+        agreed = agreed_values(cards, ground_truth)
+        return None, dropped + [
+            f"{gt} of the {len(kept)} usable criteria restate the ground truth; at most {int(MAX_GT_SHARE * 100)}% "
+            "may. Add 'generated' criteria from the evidence cards: "
+            + (f"values both solver runs computed ({'; '.join(agreed)}), " if agreed else "")
+            + "a step of their method, or a conclusion they share"], notes
+    if len(dims) < 4:
+        return None, dropped + ["name 4-7 dimensions that are qualities of a deliverable (e.g. accuracy, method, "
+                                "interpretation, presentation), not fields of the rubric's schema"], notes
+    try:
+        draft = RubricDraft.model_validate({"dimensions": dims, "criteria": [c.model_dump() for c in kept]})
+    except ValidationError as exc:
+        return None, dropped + [e["msg"].removeprefix("Value error, ") for e in exc.errors()], notes
+    return draft, [], notes
+
+
 async def generate_rubric(llm: Any, task: str, ground_truth: str, cards: list[EvidenceCard], *,
                           role: str = "teacher", retries: int = 2) -> Outcome[RubricDraft]:
     check_cards(cards)
     t = template(TEMPLATE)
+    agreed = agreed_values(cards, ground_truth)
     messages = [{"role": "system", "content": t.section("system")},
                 {"role": "user", "content": t.section("user", task=task, ground_truth=ground_truth,
-                                                      cards=render_cards(cards))}]
-    return await ask(llm, messages, RubricDraft, role=role, templates=versions(TEMPLATE), retries=retries)
+                                                      cards=render_cards(cards),
+                                                      agreed="; ".join(agreed) or "(none beyond the ground truth)")}]
+    instructions = "\n".join([t.section("system"), t.section("user", task="", ground_truth="", cards="", agreed=""),
+                              _schema_text()])
+    last: dict[str, RubricDraft] = {}
+    notes: list[str] = []
+
+    def check(p: RubricProposal) -> list[str]:
+        draft, problems, changed = screened(p, instructions=instructions, task=task, ground_truth=ground_truth,
+                                            cards=cards)
+        notes[:] = changed
+        if draft is not None:
+            last["draft"] = draft
+        return problems
+
+    out = await ask(llm, messages, RubricProposal, role=role, templates=versions(TEMPLATE), retries=retries,
+                    check=check)
+    return Outcome(last.get("draft") if out.ok else None, out.calls, out.errors + (notes if out.ok else []))

@@ -272,7 +272,10 @@ class RubricCriterion(Model):
 MAX_GT_SHARE = 0.4
 
 
-class RubricDraft(Model):
+class RubricProposal(Model):
+    """A rubric as the generator writes it. The generator's screen (`agents.rubric_generator.screened`) drops what
+    is no requirement of a deliverable and sets provenance from the evidence; what remains must be a `RubricDraft`."""
+
     dimensions: list[str] = Field(min_length=4, max_length=7)
     criteria: list[RubricCriterion] = Field(min_length=1, max_length=10)
 
@@ -297,6 +300,11 @@ class RubricDraft(Model):
                     c = {**c, "id": f"{c['id']}_{k}"}
             criteria.append(c)
         return {**data, "criteria": criteria}
+
+
+class RubricDraft(RubricProposal):
+    """A rubric that keeps the structural rules: distinct dimensions naming every criterion's, distinct ids, at
+    most 40% of the criteria from the ground truth."""
 
     @model_validator(mode="after")
     def _consistent(self) -> RubricDraft:

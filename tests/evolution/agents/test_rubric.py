@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from worldsmith.agents.criterion_validator import validate_criteria
-from worldsmith.agents.rubric_generator import generate_rubric
-from worldsmith.core.evolution_schemas import EvidenceCard, RubricDraft
+from worldsmith.agents.rubric_generator import agreed_values, generate_rubric, screened
+from worldsmith.core.evolution_schemas import EvidenceCard, RubricDraft, RubricProposal
 
 TASK = "Using sales.csv, report the south region's total amount and the north region's mean sale."
 TRUTH = "South sold 70 in total; the north's mean sale is 20."
@@ -48,11 +48,83 @@ async def test_generator_happy_path_and_a_gt_heavy_draft_sent_back(scripted_llm)
     good = {"dimensions": DIMS, "criteria": [crit("g1", "reports south total 70", "gt", 70),
                                              crit("c1", "names the file used", dim="method"),
                                              crit("c2", "says south leads", dim="insight", type="preference")]}
-    script.queue(gt_heavy, gt_heavy, good)  # the layer's repair retry, then the agent's own retry
+    script.queue(gt_heavy, gt_heavy, good)  # sent back twice by the screen, then accepted
     out = await generate_rubric(llm, TASK, TRUTH, CARDS)
     assert out.ok and [c.id for c in out.value.criteria] == ["g1", "c1", "c2"]
     assert any("at most 40% may" in e for e in out.errors)
     assert "card 2 (teacher@0.7)" in script.requests[0].text and TRUTH in script.requests[0].text
+    assert "Values both solver runs computed: (none beyond the ground truth)" in script.requests[0].text
+    assert "2 of the 3 usable criteria restate the ground truth" in script.requests[1].text
+
+
+# the v10 and v9 drafts of the 1.5B generator, as it wrote them (trimmed to the criteria that matter)
+RETURNS_TASK = ("Using data/orders_2023.csv and data/returns_log.jsonl, compare the mean discount_pct of returned "
+                "and not returned orders. In orders_2023.csv, how strongly are basket_size and amount correlated? "
+                "Write report.md.")
+RETURNS_TRUTH = "The mean discount_pct for returned orders is 18.8246; for the others it is 14.2586."
+RETURNS_CARDS = [
+    EvidenceCard(solver="agent", operations=["merge orders and returns on order_id", "mean discount by returned"],
+                 computed_values={"mean_returned": 18.824626865671643, "mean_kept": 14.258595641646487,
+                                  "difference": 4.566031224025156}, conclusions=["returned orders had more discount"]),
+    EvidenceCard(solver="teacher", operations=["left join returns onto orders", "groupby returned flag"],
+                 computed_values={"ret": 18.8246, "not_ret": 14.2586, "diff": 4.566, "n_returned": 134.0},
+                 conclusions=["discounts are higher on returned orders"])]
+
+
+def test_the_screen_drops_an_echo_of_the_schema_and_asks_again() -> None:
+    """v10's third draft: every dimension a field of the schema, every criterion its description."""
+    fields = {"dimension": "one of the rubric's dimensions", "text": "one observable requirement of the deliverable",
+              "type": "filter: must hold to pass; preference: earns points",
+              "provenance": "gt: from the verified ground truth; generated: from the solvers' evidence",
+              "expected_value": "the number the deliverable must report, if any",
+              "tolerance": "relative tolerance of expected_value (0.02 = 2%)"}
+    echo = RubricProposal.model_validate({"dimensions": list(fields), "criteria": [
+        crit(k, v, "gt", dim=k) for k, v in fields.items()]})
+    draft, problems, notes = screened(echo, instructions="", task=RETURNS_TASK, ground_truth=RETURNS_TRUTH,
+                                      cards=RETURNS_CARDS)
+    assert draft is None and len(notes) == 6
+    assert all("field of the rubric's schema" in n for n in notes)
+    assert "no criterion is left" in problems[-1]
+
+
+def test_the_screen_keeps_the_requirements_and_sets_provenance_from_the_evidence() -> None:
+    """v10's first draft: a copied question, the ground truth twice, two provenance meta-criteria and numbers all
+    labelled by guess; what is left is a usable rubric with the returned mean (which the truth states) as gt and
+    the difference (which only the solvers computed) as generated."""
+    instructions = "Give expected_value (and a relative tolerance) when a criterion checks a number."
+    p = RubricProposal.model_validate({"dimensions": ["data", "accuracy", "method", "interpretation", "provenance"],
+                                       "criteria": [
+        crit("q", "In orders_2023.csv, how strongly are basket_size and amount correlated?", dim="data"),
+        crit("ret", "The mean discount_pct for returned orders is 18.824626865671643", "generated", 18.824626865671643),
+        crit("ret2", "The mean discount_pct for returned orders is 18.824626865671643.", "gt", 18.824626865671643),
+        crit("kept", "States the mean discount_pct of the other orders, 14.26", "gt", 14.2586, dim="accuracy"),
+        crit("diff", "States how much larger the returned orders' mean discount is (4.57 points)", "gt", 4.566),
+        crit("how", "Says that orders were matched to the returns log by order_id", dim="method",
+             type="preference"),
+        crit("why", "Concludes that returned orders carried larger discounts", "generated", dim="interpretation"),
+        crit("provenance_gt", "gt: from the verified ground truth", "gt", dim="provenance"),
+        crit("echo", "Give expected_value (and a relative tolerance) when a criterion checks a number", dim="method")]})
+    draft, problems, notes = screened(p, instructions=instructions, task=RETURNS_TASK, ground_truth=RETURNS_TRUTH,
+                                      cards=RETURNS_CARDS)
+    assert problems == [] and draft is not None
+    assert [c.id for c in draft.criteria] == ["ret", "kept", "diff", "how", "why"]
+    assert {c.id: c.provenance for c in draft.criteria} == {
+        "ret": "gt", "kept": "gt", "diff": "generated", "how": "generated", "why": "generated"}
+    assert "provenance" not in draft.dimensions
+    dropped = {n.split(":")[0] for n in notes if n.startswith("dropped")}
+    assert dropped == {"dropped q", "dropped ret2", "dropped provenance_gt", "dropped echo"}
+
+
+def test_values_both_solvers_computed_beyond_the_truth_are_offered_and_asked_for() -> None:
+    assert agreed_values(RETURNS_CARDS, RETURNS_TRUTH) == ["difference = 4.56603"]
+    all_gt = RubricProposal.model_validate({"dimensions": DIMS, "criteria": [
+        crit("a", "States the returned orders' mean discount of 18.82", "generated", 18.8246),
+        crit("b", "States the other orders' mean discount of 14.26", "generated", 14.2586),
+        crit("c", "Names returns_log.jsonl as the source of the returns", "generated", dim="method")]})
+    draft, problems, _ = screened(all_gt, instructions="", task=RETURNS_TASK, ground_truth=RETURNS_TRUTH,
+                                  cards=RETURNS_CARDS)
+    assert draft is None and "2 of the 3 usable criteria restate the ground truth" in problems[-1]
+    assert "difference = 4.56603" in problems[-1]
 
 
 async def test_one_solver_is_not_dual_evidence(scripted_llm) -> None:
