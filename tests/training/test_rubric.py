@@ -172,6 +172,13 @@ async def test_async_grading_and_workspace_files(tmp_path) -> None:
     assert g2.details[0]["met"] is False
     with pytest.raises(FileNotFoundError, match="does not exist"):
         grade_rubric(task, "x", workspace_files=[tmp_path / "missing.md"])
+    # a workbook is read by its cells, as the packaged verifier reads it (it was skipped as binary)
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.Workbook()
+    wb.active.append(["premium churn rate", 0.125])
+    wb.save(tmp_path / "answer.xlsx")
+    g3 = await agrade_rubric(task, "See answer.xlsx", llm=judge, workspace_files=[tmp_path / "answer.xlsx"])
+    assert g3.details[0]["met"] is True
 
 
 def test_judge_prompt_is_bounded() -> None:

@@ -133,7 +133,7 @@ async def rejection_sample(rt: GraphRuntime, coll: TaskCollection, task: Task, s
     passed, scores = 0, []
     for i in range(samples):
         traj: Trajectory = await solver(packaged, i)
-        grade = await agrade_response(packaged, traj.final_answer or "", llm=rt.llm)
+        grade = await agrade_response(packaged, traj.final_answer or "", llm=rt.llm, workspace_files=traj.deliverables)
         scores.append(round(grade.score, 4))
         if grade.passed:
             passed += 1

@@ -504,7 +504,7 @@ def xlsx_text(path: str | os.PathLike[str]) -> str:
     return "\n\n".join(out)
 
 
-def _file_text(path: Path) -> str:
+def file_text(path: Path) -> str:
     """A deliverable file as text: an xlsx workbook's cells (unreadable ones said so), else the file decoded."""
     if path.suffix.lower() == ".xlsx":
         try:
@@ -514,25 +514,45 @@ def _file_text(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
+def is_deliverable_name(name: str) -> bool:
+    """Whether a workspace file is read for grading: a text file or a workbook."""
+    return Path(name).suffix.lower() in TEXT_SUFFIXES | {".xlsx"}
+
+
+def workspace_texts(workspace: str | os.PathLike[str], inputs: Sequence[str] = (),
+                    exclude: Sequence[str | os.PathLike[str]] = ()) -> dict[str, str]:
+    """The text files and workbooks in `workspace` by relative path, each as `file_text` reads it, capped;
+    `inputs` (relative paths: the task's own data files) and files under `exclude` are skipped."""
+    root, given = Path(workspace), set(inputs)
+    if not root.is_dir():
+        return {}
+    excluded = [Path(d).resolve() for d in exclude]
+    out: dict[str, str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if (not p.is_file() or not is_deliverable_name(p.name) or rel in given
+                or any(p.resolve() == d or p.resolve().is_relative_to(d) for d in excluded)):
+            continue
+        out[rel] = file_text(p)[:MAX_WORKSPACE_FILE_CHARS]
+    return out
+
+
+def files_section(texts: Mapping[str, str]) -> str:
+    """Workspace texts as they follow the response in what a grader reads."""
+    return "".join(f"\n\n--- file: {name} ---\n{text}" for name, text in texts.items())
+
+
 def read_deliverable(response: str | os.PathLike[str] | None, workspace: str | os.PathLike[str] | None,
                      inputs: Sequence[str] = (), exclude_dirs: Sequence[str | os.PathLike[str]] = ()) -> str:
     """The response file's text plus the text files (and workbooks) the solver wrote in the workspace (each
     capped); `inputs` (paths relative to the workspace: the task's own data files) and `exclude_dirs` (the
     verifier's own folder, should it sit inside the workspace) are not the solver's and are skipped."""
-    parts = []
     resp = Path(response).resolve() if response is not None else None
-    if resp is not None and resp.is_file():
-        parts.append(_file_text(resp))
-    if workspace is not None and Path(workspace).is_dir():
-        root, given = Path(workspace), set(inputs)
-        excluded = [Path(d).resolve() for d in exclude_dirs]
-        for p in sorted(root.rglob("*")):
-            if (not p.is_file() or p.suffix.lower() not in TEXT_SUFFIXES | {".xlsx"} or p.resolve() == resp
-                    or p.relative_to(root).as_posix() in given or any(p.resolve().is_relative_to(d) for d in excluded)):
-                continue
-            parts.append(f"\n\n--- file: {p.relative_to(root).as_posix()} ---\n"
-                         + _file_text(p)[:MAX_WORKSPACE_FILE_CHARS])
-    return "".join(parts)
+    head = file_text(resp) if resp is not None and resp.is_file() else ""
+    if workspace is None:
+        return head
+    skip = [*exclude_dirs, *([resp] if resp is not None else [])]
+    return head + files_section(workspace_texts(workspace, inputs, skip))
 
 
 USAGE = "usage: grade_report.py rubric.json RESPONSE [reward.txt] [--workspace DIR] [--instruction FILE] [--json OUT]"

@@ -7,9 +7,9 @@ through the same model, so a field added here is a field every pipeline agrees o
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from worldsmith.core.answer_spec import AnswerFacets
 from worldsmith.core.grading import tolerant
@@ -293,6 +293,11 @@ class Grade(Model):
     note: str = ""
 
 
+def _old_deliverables(v: object) -> object:
+    """Records older than the texts kept a list of names, always empty: nothing was read."""
+    return {} if isinstance(v, list) and not v else v
+
+
 class Trajectory(Model):
     schema_version: str = SCHEMA_VERSION
     id: str
@@ -309,7 +314,9 @@ class Trajectory(Model):
     postprocess: list[PostProcess] = Field(default_factory=list)
     graded_answer: str | None = Field(None, description="what the grader sees: final_answer after `postprocess` "
                                                         "(None in records older than this field: grade final_answer)")
-    deliverables: list[str] = Field(default_factory=list)
+    deliverables: Annotated[dict[str, str], BeforeValidator(_old_deliverables)] = Field(
+        default_factory=dict, description="report tasks: the text files and workbooks the solver left in its "
+                                          "workspace, as the report verifier reads them; graded with the answer")
     status: Literal["answered", "unsupported", "max_turns", "context_full", "error", "running"] = Field(
         "running", description="unsupported: answered, but a blocking guard still fired on the final answer (no "
                                "successful cell touched the data, or it copies the worked example); graded wrong, "

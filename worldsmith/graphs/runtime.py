@@ -24,6 +24,10 @@ def emit(event: dict[str, Any]) -> None:
         pass
 
 
+#: at most this many workspace files are read as a trajectory's deliverables (each capped in size)
+MAX_DELIVERABLE_FILES = 20
+
+
 @dataclass
 class SandboxSessions:
     """Live sandboxes by session id (one per trajectory or chat thread), least recently used closed first."""
@@ -60,6 +64,23 @@ class SandboxSessions:
             await sb.__aenter__()
             self._open[session_id] = sb
             return sb, True
+
+    async def deliverables(self, session_id: str) -> dict[str, str]:
+        """The text files and workbooks the session's cells left in its workspace (its inputs not included), by
+        relative path, read as a report's verifier reads them (`rubric_grading.workspace_texts`); {} when the
+        session is not open. Through the sandbox's own file API, so a remote backend answers the same."""
+        from worldsmith.core.rubric_grading import is_deliverable_name, workspace_texts
+
+        sb = self._open.get(session_id)
+        if sb is None:
+            return {}
+        names = [n for n in await sb.list_files() if is_deliverable_name(n)][:MAX_DELIVERABLE_FILES]
+        with tempfile.TemporaryDirectory(prefix="deliverables-") as tmp:
+            for n in names:
+                dest = Path(tmp, n)
+                await asyncio.to_thread(dest.parent.mkdir, parents=True, exist_ok=True)
+                await asyncio.to_thread(dest.write_bytes, await sb.download(n))
+            return await asyncio.to_thread(workspace_texts, tmp)
 
     async def close(self, session_id: str) -> None:
         """End a session: its sandbox stops, and a temporary workspace this registry made is deleted

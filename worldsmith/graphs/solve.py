@@ -43,6 +43,9 @@ class TaskSolver:
         try:
             out: dict[str, Any] = await self.graph.ainvoke(
                 state, {"recursion_limit": 8 * self.rt.settings.analyst.max_turns + 20}, context=self.rt)
+            traj = Trajectory.model_validate(out["trajectory"])
+            if task.kind != "closed_form":  # a report is graded on the files it left too, as its verifier does
+                traj.deliverables = await self.rt.sessions.deliverables(session)
         finally:
             await self.rt.sessions.close(session)
-        return Trajectory.model_validate(out["trajectory"])
+        return traj

@@ -99,7 +99,7 @@ def _sample_result(task: Task, traj: Trajectory, grade: Grade, path: Path, run_d
 async def _grade(task: Task, traj: Trajectory, strict: bool | None, llm: StructuredLLM | None) -> Grade:
     response = "" if traj.status == "error" else (traj.answer_to_grade or "")
     try:
-        grade = await agrade_response(task, response, llm=llm, strict=strict)
+        grade = await agrade_response(task, response, llm=llm, strict=strict, workspace_files=traj.deliverables)
     except Exception as exc:  # noqa: BLE001 - one bad grade must not abort the eval; it is recorded as wrong
         if _is_fatal(exc):
             raise

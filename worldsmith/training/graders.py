@@ -27,7 +27,6 @@ from worldsmith.training.judge import StructuredLLM, ajudge
 RUBRIC_PASS_THRESHOLD = rg.RUBRIC_PASS_THRESHOLD
 #: Text deliverables read from the workspace are capped so one huge file cannot blow up a judge prompt.
 MAX_WORKSPACE_FILE_CHARS = rg.MAX_WORKSPACE_FILE_CHARS
-_TEXT_SUFFIXES = rg.TEXT_SUFFIXES
 
 WorkspaceFiles = Mapping[str, str] | Iterable[str | os.PathLike[str]] | None
 
@@ -60,7 +59,8 @@ def grade_closed_form(task: Task, response_text: str, strict: bool | None = None
 
 
 def read_workspace_texts(files: WorkspaceFiles) -> dict[str, str]:
-    """Text deliverables for grading: a {name: text} mapping, or paths read as UTF-8 (binary files skipped)."""
+    """Text deliverables for grading: a {name: text} mapping, or paths read as the report verifier reads them
+    (`rubric_grading.file_text`: a workbook's cells; other binary files skipped), each capped."""
     if files is None:
         return {}
     if isinstance(files, Mapping):
@@ -70,16 +70,13 @@ def read_workspace_texts(files: WorkspaceFiles) -> dict[str, str]:
         p = Path(f)
         if not p.is_file():
             raise FileNotFoundError(f"{p}: workspace file given for rubric grading does not exist")
-        if p.suffix.lower() not in _TEXT_SUFFIXES:
-            continue  # xlsx, images…: not readable as text; rubric items about them need a dedicated check
-        out[p.name] = p.read_text(encoding="utf-8", errors="replace")[:MAX_WORKSPACE_FILE_CHARS]
+        if rg.is_deliverable_name(p.name):
+            out[p.name] = rg.file_text(p)[:MAX_WORKSPACE_FILE_CHARS]
     return out
 
 
 def _full_text(response_text: str, files: dict[str, str]) -> str:
-    parts = [response_text or ""]
-    parts += [f"\n\n--- file: {name} ---\n{text}" for name, text in files.items()]
-    return "".join(parts)
+    return (response_text or "") + rg.files_section(files)
 
 
 def _rubric_of(task_or_rubric: Task | Rubric) -> tuple[Rubric, str]:
