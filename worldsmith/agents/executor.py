@@ -23,6 +23,7 @@ from worldsmith.agents.analyst import decide, files_profile, frame_columns_note,
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
+    named_numbers,
     printed_numbers,
     unbacked_numbers,
 )
@@ -169,7 +170,7 @@ async def run_script(code: str, inputs: list[Path], sandbox: SandboxConfig, work
 def report_problems(draft: ResultDraft, stdout: str, goal: str = "") -> list[str]:
     """Numbers the conclusion states that the script did not print; numbers the goal itself states (years,
     thresholds) may be repeated."""
-    bad = unbacked_numbers(draft.conclusion, printed_numbers(stdout) + printed_numbers(goal))
+    bad = unbacked_numbers(draft.conclusion, printed_numbers(stdout) + named_numbers(goal))
     return [f"the conclusion states {', '.join(bad)}, which the script did not print; use the printed numbers"] if bad else []
 
 

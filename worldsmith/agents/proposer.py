@@ -11,7 +11,7 @@ from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.tools.files.names import names_file
-from worldsmith.core.claim_numbers import printed_numbers, unbacked_numbers
+from worldsmith.core.claim_numbers import named_numbers, printed_numbers, unbacked_numbers
 from worldsmith.core.evolution_schemas import (
     Composition,
     Direction,
@@ -57,7 +57,7 @@ def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: lis
         problems.append(f"depends_on must include {missing}: the direction builds on them")
     known = [v for d in goal.depends_on if d in findings for v in printed_numbers(findings[d].statement)]
     # digits of the question and the file names are names, not claims: "orders_2024.csv" lets the summary say 2024
-    known += [float(n) for n in re.findall(r"\d+(?:\.\d+)?", question + " " + " ".join(files or []))]
+    known += named_numbers(question + " " + " ".join(files or []))
     if bad := unbacked_numbers(goal.context_summary, known):
         problems.append(f"the context summary states {', '.join(bad)}, which no finding in depends_on states")
     return problems

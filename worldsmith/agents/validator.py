@@ -31,6 +31,7 @@ from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.agents.executor import OBSERVATION_CHARS, named_files
 from worldsmith.core.claim_numbers import (
     parse_results,
+    named_numbers,
     printed_numbers,
     unbacked_numbers,
 )
@@ -88,7 +89,7 @@ def reproduction_issues(result: ExecutionResult, rerun: ExecResult) -> list[str]
     issues += [f"the re-run printed RESULT {name} = {printed[name]}, which the result does not record"
                for name in printed if name not in result.numbers]
     # numbers the goal itself states (years, thresholds) may be repeated without being printed
-    if bad := unbacked_numbers(result.conclusion, printed_numbers(rerun.stdout) + printed_numbers(result.goal)):
+    if bad := unbacked_numbers(result.conclusion, printed_numbers(rerun.stdout) + named_numbers(result.goal)):
         issues.append(f"the conclusion states {', '.join(bad)}, which the script does not print")
     return issues
 
@@ -98,7 +99,7 @@ def unrecorded_issues(result: ExecutionResult) -> list[str]:
     income by region is 48616.22, 47885.11, 54265.65 and 49965.90" from a pandas Series printed after one RESULT
     line, its region labels lost on the way. A finding's numbers are its recorded ones, each named for what it is;
     of the ten findings of v8-v10 only that one states others."""
-    if bad := unbacked_numbers(result.conclusion, [*result.numbers.values(), *printed_numbers(result.goal)]):
+    if bad := unbacked_numbers(result.conclusion, [*result.numbers.values(), *named_numbers(result.goal)]):
         return [" ".join(template(TEMPLATE).section("unrecorded numbers", numbers=", ".join(bad)).split())]
     return []
 

@@ -41,6 +41,13 @@ def printed_numbers(text: str) -> list[float]:
     return [v for _, v, _ in _all_numbers(text)]
 
 
+def named_numbers(text: str) -> list[float]:
+    """Every number `text` mentions, also inside names ("orders_2023.csv" mentions 2023): what a goal or a question
+    names, a conclusion may repeat without printing it. v11 failed a node on "the conclusion states 2023" when its
+    goal named the file orders_2023.csv."""
+    return [float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)]
+
+
 def _all_numbers(text: str) -> list[tuple[str, float, int]]:
     out = []
     for m in re.finditer(r"(?<![\w.])[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", text.replace(",", "")):

@@ -202,6 +202,12 @@ def test_numbers_the_goal_states_may_be_repeated_but_no_others() -> None:
     wrong = result.model_copy(update={"conclusion": "In 2025, 968 orders were placed."})
     assert reproduction_issues(wrong, ExecResult(stdout=stdout)) == [
         "the conclusion states 2025, which the script does not print"]
+    # v11: a goal naming the file orders_2023.csv names the year its conclusion repeats
+    named = result.model_copy(update={"goal": "How many orders does orders_2023.csv hold?",
+                                      "conclusion": "The 2023 orders number 968."})
+    assert reproduction_issues(named, ExecResult(stdout=stdout)) == []
+    assert report_problems(draft.model_copy(update={"conclusion": "The 2023 orders number 968."}), stdout,
+                           "How many orders does orders_2023.csv hold?") == []
 
 
 async def test_a_check_that_does_not_run_is_asked_again_once(scripted_llm, data: Path, tmp_path: Path,
