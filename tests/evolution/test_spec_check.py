@@ -121,6 +121,20 @@ def test_the_two_common_slips_are_repaired_from_the_data_only_when_the_number_th
     assert repaired(spec(), root, "mean_income", 200.0) is None  # no group label in the name
 
 
+def test_a_plain_mean_filed_as_a_difference_without_sides_is_repaired_when_it_computes_the_number(root: Path) -> None:
+    from worldsmith.evolution.spec_check import repaired
+
+    # v10's writer filed `mean_discount_pct` as a difference with no comparison; the mean of spend is 49 / 5
+    slipped = spec(name="mean_spend", quantity="difference", measure={"variable": "spend", "files": ["data/crm.csv"]})
+    fixed = repaired(slipped, root, "mean_spend", 9.8)
+    assert fixed is not None and fixed.quantity == "mean" and fixed.comparison is None
+    assert repaired(slipped, root, "mean_spend", 7.0) is None  # not the mean of the column: left refused
+    assert repaired(slipped.model_copy(update={"name": "spend_gap"}), root, "spend_gap", 9.8) is None  # no such name
+    counted = spec(name="n_rows", quantity="difference", measure={"variable": "spend", "files": ["data/crm.csv"]})
+    fixed_count = repaired(counted, root, "n_rows", 5.0)
+    assert fixed_count is not None and fixed_count.quantity == "count"
+
+
 async def test_the_task_writer_falls_back_to_the_repair(root: Path, tmp_path: Path) -> None:
     import uuid
 

@@ -81,7 +81,8 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
         if fixed is not None and not spec_problems(fixed, name, files, root=root, value=value):
             out.value = fixed
             out.errors.append("the last spec was repaired from the data (files the script does not read, a dateless "
-                              "window, a group's filter, a missing x) and then computed the printed number")
+                              "window, a group's filter, a missing x, a plain mean or count filed as a difference) and then "
+                              "computed the printed number")
     if out.value is not None:
         out.value = resolved(out.value, files)
         if root is not None:

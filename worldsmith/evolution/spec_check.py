@@ -147,8 +147,9 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
     already required one), and a per-group value named after its group (`mean_E`) gets the filter on the one column
     of the measure's file that holds that group label; a correlation or slope without its x gets the one column
     that gives the printed number, and an open window becomes "all dates" when the spec then computes the
-    number. Accepted only when the result reproduces the number."""
-    fixed = facets
+    number; a "difference" without its comparison named as a plain mean or count (`mean_x`) becomes that. Accepted
+    only when the result reproduces the number."""
+    fixed = _plain(facets, name, root, printed) or facets
     w = facets.window
     if w is not None and not w.all_dates and any("time window column" in p for p in spec_value(facets, root)[1]):
         fixed = fixed.model_copy(update={"window": Window(all_dates=True)})
@@ -177,6 +178,25 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
         candidate = fixed.model_copy(update={"filters": [Filter(column=homes[0], op="==", value=label)]})
         if not spec_mismatch(candidate, root, printed):
             return candidate
+    return None
+
+
+#: a number named like this is that plain quantity (mean_discount_pct, avg_amount, n_orders)
+_PLAIN_NAMES = (("mean", re.compile(r"^(mean|avg|average)(_|$)", re.IGNORECASE)),
+                ("count", re.compile(r"^(count|n|num|number)(_|$)", re.IGNORECASE)))
+
+
+def _plain(facets: AnswerFacets, name: str, root: Path, printed: float) -> AnswerFacets | None:
+    """A "difference" with no comparison whose name says it is a plain mean or count (v10's writer filed
+    `mean_discount_pct` as a difference three times), as that quantity, when it then computes the printed
+    number; else None."""
+    if facets.quantity != "difference" or facets.comparison is not None:
+        return None
+    for quantity, pattern in _PLAIN_NAMES:
+        if pattern.match(name):
+            candidate = facets.model_copy(update={"quantity": quantity})
+            if spec_value(candidate, root)[0] is not None and not spec_mismatch(candidate, root, printed):
+                return candidate
     return None
 
 
