@@ -167,6 +167,16 @@ async def run_script(code: str, inputs: list[Path], sandbox: SandboxConfig, work
         return await sb.run(code, timeout=timeout_s)
 
 
+def partly_ran(run: ExecResult, joined: bool) -> bool:
+    """A script that failed after printing something of its own (beyond the join's one line): v11's join node
+    printed both segment means, then failed on an extra correlation it was not asked for, and lost the node by
+    rewriting the whole script twice."""
+    if run.ok or run.error is None or run.error.type == "PrecheckRejected":
+        return False
+    own = [line for line in run.stdout.splitlines() if line.strip() and not (joined and line.startswith("joined:"))]
+    return bool(own)
+
+
 def report_problems(draft: ResultDraft, stdout: str, goal: str = "") -> list[str]:
     """Numbers the conclusion states that the script did not print; numbers the goal itself states (years,
     thresholds) may be repeated."""
@@ -248,7 +258,8 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
             run = await run_script(script, inputs, sandbox, Path(tmp), timeout_s)
             observation = (run.to_observation(OBSERVATION_CHARS) + frame_columns_note(run)
                            + pandas_notes(script, run.error)
-                           + ("\n" + t.section("repeated script") if repeated and not run.ok else ""))
+                           + ("\n" + t.section("repeated script") if repeated and not run.ok else "")
+                           + ("\n" + t.section("partly ran") if partly_ran(run, joined is not None) else ""))
             log.add(f"Attempt {attempt}: script", script, "python")
             log.add(f"Attempt {attempt}: output", observation)
             if run.ok and parse_results(run.stdout):

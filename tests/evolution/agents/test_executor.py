@@ -63,8 +63,22 @@ async def test_failing_scripts_and_unbacked_numbers_are_sent_back(scripted_llm, 
     assert out.value.status == "completed" and out.value.attempts == 3 and len(out.calls) == 5
     assert "KeyError" in script.requests[1].last_user and "did not work" in script.requests[1].last_user
     assert "printed no `RESULT" in script.requests[2].last_user
+    assert "they work, keep them" not in script.requests[1].last_user  # nothing ran before the error
     assert out.errors == ["attempt 1: the script failed: KeyError: 'revenue'", "attempt 2: no RESULT lines printed",
                           "the conclusion states 75, which the script did not print; use the printed numbers"]
+
+
+async def test_a_script_that_printed_its_numbers_before_failing_is_told_to_keep_them(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    partly = ("<think>x</think>\n<code>\nimport pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+              "print(df.groupby('region')['amount'].sum())\nprint(df.groupby('region')['amount'].corr('x'))\n</code>")
+    script.queue(partly, TURN, REPORT)
+    out = await execute(llm, GOAL, node=4, workdir=tmp_path / "n4", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.attempts == 2
+    retry = script.requests[1].last_user
+    assert "did not work" in retry and "they work, keep them" in retry and "south" in retry
 
 
 async def test_a_goal_that_never_runs_is_recorded_as_failed(scripted_llm, data: Path, tmp_path: Path,
