@@ -79,3 +79,34 @@ def test_parts_of_one_table_are_never_joined(tmp_path: Path) -> None:
             "order_id,acct,amount\n" + "".join(f"{year}-{i},a{i % 3},{i}\n" for i in range(10)))
     ws = profile_workspace([tmp_path / "orders_2023.csv", tmp_path / "orders_2024.csv"], as_mounted=True)
     assert plan_join(ws, "Join orders_2023.csv and orders_2024.csv on acct.") is None
+
+
+def test_parts_of_one_table_named_with_a_linked_table_are_stacked_then_joined(tmp_path: Path) -> None:
+    """v11: a goal over orders_2023.csv and orders_2024.csv whose segment column only crm.csv holds named three
+    tables, and no join was written. The yearly parts (2024 renames `amount` to `amt`) are one table."""
+    (tmp_path / "orders_2023.csv").write_text("order_id,acct_ref,amount\n" + "".join(
+        f"A{i},C-{(i % 5) + 1:05d},{10 * i}\n" for i in range(1, 9)))
+    (tmp_path / "orders_2024.csv").write_text("order_id,acct_ref,amt\n" + "".join(
+        f"B{i},C-{(i % 3) + 1:05d},{7 * i}\n" for i in range(1, 7)))
+    (tmp_path / "crm.csv").write_text(CRM)
+    ws = profile_workspace([tmp_path / n for n in ("orders_2023.csv", "orders_2024.csv", "crm.csv")],
+                           as_mounted=True)
+    text = "Using orders_2023.csv and orders_2024.csv, what is the mean amount by segment?\ncrm.csv"
+    plan = plan_join(ws, text)
+    assert plan is not None and plan.spelled and plan.parts is not None
+    assert plan.facts_label == "orders_2023.csv + orders_2024.csv" and (plan.fkey, plan.lkey) == ("acct_ref",
+                                                                                                   "customer_id")
+    assert plan.names()[0] == "orders"
+    out = _run(plan.code(), tmp_path, "print(len(df)); print(df.groupby('segment')['amount'].mean().to_dict())")
+    # by hand: 2023 order i → account (i % 5) + 1, amount 10 i; 2024 order i → account (i % 3) + 1, amount 7 i;
+    # odd accounts are gold
+    rows = [((i % 5) + 1, 10 * i) for i in range(1, 9)] + [((i % 3) + 1, 7 * i) for i in range(1, 7)]
+    gold = [a for k, a in rows if k % 2]
+    basic = [a for k, a in rows if not k % 2]
+    lines = out.strip().splitlines()
+    assert lines[0] == "joined: 14 of 14 rows of orders_2023.csv + orders_2024.csv matched a row of crm.csv"
+    assert lines[1] == "14"
+    assert eval(lines[2]) == {"basic": sum(basic) / len(basic), "gold": sum(gold) / len(gold)}  # noqa: S307
+    # one part alone with the lookup is a plain two-table join, as before
+    single = plan_join(ws, "Join orders_2024.csv and crm.csv.")
+    assert single is not None and single.parts is None and single.facts.file == "orders_2024.csv"

@@ -79,8 +79,9 @@ def linked_files(goal: str, inputs: list[Path], named: set[str]) -> dict[str, li
     part_of = {label: i for i, g in enumerate(table_parts(ws.tables)) for label in g.labels}
     shown = [t for t in ws.tables if Path(t.file).name in named]
     have = {c.name.lower() for t in shown for c in t.columns}
+    units = {part_of.get(t.label, t.label) for t in shown}  # a yearly part stands for its family's links
     linked = {p.lookup.label for j in ws.joins if (p := lookup_join(j, tables, part_of)) is not None
-              and p.facts in shown and p.lookup not in shown}
+              and part_of.get(p.facts.label, p.facts.label) in units and p.lookup not in shown}
     holders: dict[str, list[str]] = {}  # column the goal writes -> linked tables holding it
     for label in linked:
         for c in tables[label].columns:
@@ -136,9 +137,9 @@ async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: lis
     columns = re.search(r"^__JOINED__ (.+)$", run.stdout, re.MULTILINE) if run.ok else None
     counts = re.search(r"^joined: (\d+) of (\d+) rows", run.stdout, re.MULTILINE)
     if columns is None or counts is None:
-        return None, f"the join of {plan.facts.label} and {plan.lookup.label} failed: " + run.to_observation(600)
+        return None, f"the join of {plan.facts_label} and {plan.lookup.label} failed: " + run.to_observation(600)
     if not int(counts.group(1)):
-        return None, f"the join of {plan.facts.label} and {plan.lookup.label} matched no rows"
+        return None, f"the join of {plan.facts_label} and {plan.lookup.label} matched no rows"
     return Joined(code=code, columns=json.loads(columns.group(1)), rows=int(counts.group(1)),
                   of=int(counts.group(2))), ""
 

@@ -129,7 +129,8 @@ def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
     if plan is None:
         return ""
     t = template(TASK_TEMPLATE)
-    return t.section("link number" if plan.spelled else "link text", facts=_table_words(plan.facts),
+    facts = " and ".join(_table_words(x) for x in plan.facts_tables)
+    return t.section("link number" if plan.spelled else "link text", facts=facts,
                      lookup=_table_words(plan.lookup), fkey=plan.fkey, lkey=plan.lkey)
 
 

@@ -245,3 +245,41 @@ async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_t
     assert out.value.status == "completed"
     assert out.value.numbers["mean_north"] == pytest.approx(370 / 6) and out.value.numbers["mean_south"] == 45.0
     assert "the goal's `region` is in crm.csv" in (work / LOG_FILE).read_text()
+
+
+async def test_yearly_parts_and_the_table_holding_the_goals_column_are_stacked_and_joined(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    """v11's composition named orders_2023.csv and orders_2024.csv and asked for the mean basket by segment, a crm
+    column: three tables, so no join was written and the model's own merge failed on KeyError in every attempt.
+    The two yearly parts are one table: stacked, then joined to crm."""
+    from worldsmith.agents.executor import linked_files
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "orders_2023.csv").write_text("order_id,acct_ref,basket\n" + "".join(
+        f"A{i},C-{(i % 5) + 1:05d},{i}\n" for i in range(1, 11)))
+    (data / "orders_2024.csv").write_text("order_id,acct_ref,basket\n" + "".join(
+        f"B{i},C-{(i % 4) + 1:05d},{2 * i}\n" for i in range(1, 9)))
+    (data / "crm.csv").write_text("customer_id,segment\n" + "".join(
+        f"CUST_{k},{'business' if k % 2 else 'consumer'}\n" for k in range(1, 6)))
+    inputs = [data / n for n in ("orders_2023.csv", "orders_2024.csv", "crm.csv")]
+    goal = GoalPackage(goal="Compute the mean basket across segment in the 2023 and 2024 orders using the "
+                            "orders_2023.csv and orders_2024.csv files.")
+    assert linked_files(goal.goal, inputs, {"orders_2023.csv", "orders_2024.csv"}) == {"crm.csv": ["segment"]}
+    # the profile keeps the family's link on its first part: a goal naming the later part alone finds crm too
+    assert linked_files("The mean basket by segment in orders_2024.csv.", inputs, {"orders_2024.csv"}) == {
+        "crm.csv": ["segment"]}
+    analysis = "for k, v in df.groupby('segment')['basket'].mean().items():\n    print(f'RESULT mean_{k} = {v}')"
+    script, llm = scripted_llm
+    script.queue(f"<think>x</think><code>{analysis}</code>", {**REPORT, "conclusion": "See the numbers."})
+    out = await execute(llm, goal, node=1, workdir=tmp_path / "n1", inputs=inputs, sandbox=sandbox_config)
+    user = script.requests[0].messages[-1]["content"]
+    assert "(18 of 18 rows matched)" in user and "pd.concat([" in user
+    # by hand: 2023 order i → account (i % 5) + 1, basket i; 2024 order i → account (i % 4) + 1, basket 2 i;
+    # odd accounts are business
+    rows = [((i % 5) + 1, i) for i in range(1, 11)] + [((i % 4) + 1, 2 * i) for i in range(1, 9)]
+    business = [b for k, b in rows if k % 2]
+    consumer = [b for k, b in rows if not k % 2]
+    assert out.value.status == "completed"
+    assert out.value.numbers == {"mean_business": pytest.approx(sum(business) / len(business)),
+                                 "mean_consumer": pytest.approx(sum(consumer) / len(consumer))}

@@ -12,14 +12,14 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from worldsmith.prompts import template
 from worldsmith.tools.files.loadcall import py_str
 from worldsmith.tools.files.models import CandidateJoin, TableProfile, WorkspaceProfile
 from worldsmith.tools.files.names import names_file
-from worldsmith.tools.files.parts import table_parts
+from worldsmith.tools.files.parts import TableParts, table_parts
 
 TEMPLATE = "join_code.md"
 #: names the joined code must not take for a table's frame
@@ -35,12 +35,24 @@ class JoinPlan:
     lookup: TableProfile
     lkey: str
     spelled: bool  # the tables spell the ids differently: match them by the number in the id
+    parts: TableParts | None = None  # the facts are parts of one table (yearly files): stacked, then joined
+
+    @property
+    def facts_tables(self) -> tuple[TableProfile, ...]:
+        return self.parts.tables if self.parts is not None else (self.facts,)
+
+    @property
+    def facts_label(self) -> str:
+        return " + ".join(t.label for t in self.facts_tables)
 
     def names(self) -> tuple[str, str]:
-        """Python names for the two frames: the table's (sheet) name or the file's stem, made an identifier."""
+        """Python names for the two frames: the table's (sheet) name or the file's stem, made an identifier (the
+        stem without its digits for stacked parts: orders_2023.csv + orders_2024.csv → `orders`)."""
         out = []
         for t in (self.facts, self.lookup):
             base = t.table or Path(t.file).name.split(".")[0]
+            if t is self.facts and self.parts is not None:
+                base = re.sub(r"[_\-\s]*\d+[_\-\s]*", "_", base).strip("_") or base
             name = re.sub(r"\W+", "_", base).strip("_").lower() or "table"
             if name[0].isdigit() or keyword.iskeyword(name) or name in _TAKEN or name in out:
                 name = f"{'facts' if not out else 'lookup'}_{name}"
@@ -55,12 +67,20 @@ class JoinPlan:
         keys = "\n".join(t.section(key, frame=frame, column=py_str(column))
                          for frame, column in ((facts, self.fkey), (lookup, self.lkey)))
         how = t.section("how number" if self.spelled else "how text", fkey=self.fkey, lkey=self.lkey,
-                        facts_label=self.facts.label, lookup_label=self.lookup.label)
+                        facts_label=self.facts_label, lookup_label=self.lookup.label)
         # one key written the same way on both sides: the facts' copy is enough (else `site` and `site_sites`)
         drop = t.section("drop key", column=py_str(self.lkey)) if not self.spelled and self.fkey == self.lkey else ""
-        return t.section("code", how=how, drop=drop, facts=facts, lookup=lookup, facts_load=_load(self.facts),
+        return t.section("code", how=how, drop=drop, facts=facts, lookup=lookup, facts_load=self._facts_load(),
                          lookup_load=_load(self.lookup), keys=keys, suffix=py_str(f"_{lookup}"),
-                         facts_label=py_str(self.facts.label), lookup_label=py_str(self.lookup.label))
+                         facts_label=py_str(self.facts_label), lookup_label=py_str(self.lookup.label))
+
+    def _facts_load(self) -> str:
+        if self.parts is None:
+            return _load(self.facts)
+        stacked = self.parts.concat()
+        if stacked is None:
+            raise ValueError(f"a part of {self.facts_label} has no load call in its profile")
+        return stacked
 
 
 def _load(t: TableProfile) -> str:
@@ -87,19 +107,36 @@ def lookup_join(j: CandidateJoin, tables: Mapping[str, TableProfile], part_of: M
 def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
     """The join `text` asks for: it names the files of exactly two of the profile's tables, which the profile links
     by a key unique on one side only (and not as parts of one table). Of several such links, the one whose two
-    column names the text writes, else the one with the largest overlap. None when there is no such join."""
+    column names the text writes, else the one with the largest overlap. None when there is no such join.
+
+    Tables that are parts of one table (orders_2023.csv, orders_2024.csv) count as one: named with a table they
+    link to, the parts are stacked (`pd.concat`, renamed columns renamed back) and the stack is joined. v11's
+    composition named two yearly order files and, through the segment column, crm.xlsx: three tables, so no join
+    was written, and the model's own merge failed in every attempt."""
     named = [t for t in ws.tables if names_file(text, Path(t.file).name)]
-    if len({t.label for t in named}) != 2:
+    groups = table_parts(ws.tables)  # over the whole room: the profile keeps a family's links on one part only
+    group_of = {label: i for i, g in enumerate(groups) for label in g.labels}
+    units = {group_of.get(t.label, t.label) for t in named}
+    if len(units) != 2:
         return None
-    labels = {t.label: t for t in named}
-    part_of = {label: i for i, g in enumerate(table_parts(named)) for label in g.labels}
+    tables = {t.label: t for t in ws.tables if group_of.get(t.label, t.label) in units}
     links = [(j, plan) for j in ws.joins
-             if {j.left.table_label, j.right.table_label} == set(labels) and (j.overlap_ratio or 0) > 0
-             and (plan := lookup_join(j, labels, part_of)) is not None]
+             if {j.left.table_label, j.right.table_label} <= set(tables) and (j.overlap_ratio or 0) > 0
+             and (plan := lookup_join(j, tables, group_of)) is not None and plan.lookup.label not in group_of]
     if not links:
         return None
 
     def written(j: CandidateJoin) -> bool:
         return all(re.search(rf"(?<!\w){re.escape(c)}(?!\w)", text) for c in (j.left.column, j.right.column))
 
-    return max(links, key=lambda link: (written(link[0]), link[0].overlap_ratio or 0))[1]
+    best = max(links, key=lambda link: (written(link[0]), link[0].overlap_ratio or 0))[1]
+    if best.facts.label not in group_of:
+        return best
+    group = groups[group_of[best.facts.label]]
+    key = group.renames.get(best.facts.label, {}).get(best.fkey, best.fkey)  # the first part's name for the key
+    members = [t for t in group.tables if t in named]
+    if len(members) == 1:  # one part named: that file alone, under its own name for the key
+        own = {v: k for k, v in group.renames.get(members[0].label, {}).items()}.get(key, key)
+        return replace(best, facts=members[0], fkey=own)
+    parts = TableParts(tuple(members), {t.label: group.renames[t.label] for t in members if t.label in group.renames})
+    return replace(best, facts=members[0], fkey=key, parts=parts)
