@@ -36,7 +36,8 @@ TEMPLATE = "evolve_rubric.md"
 #: a criterion's dimension named after a field of the schema is the schema echoed, not a quality of a deliverable
 SCHEMA_WORDS = {"id", "ids", "dimension", "dimensions", "text", "type", "provenance", "expected_value", "tolerance",
                 "criteria", "criterion", "gt", "generated", "filter", "preference"}
-#: a criterion copying this many words of the task or the cards restates them; it asks nothing of a deliverable
+#: a criterion copying this many words of the task restates it; it asks nothing of a deliverable (a copy of a
+#: solver's conclusion or step is evidence restated, which a criterion may be)
 COPIED_WORDS = 6
 #: two values within this relative distance are one number (a rounding apart)
 SAME_VALUE = Tolerant(abs=1e-9, rel=1e-3)
@@ -92,7 +93,7 @@ def _schema_text() -> str:
 
 def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str) -> str | None:
     """Why criterion `c` asks nothing of a deliverable, or None. `instructions` is the prompt's own text (system
-    and template, the schema's descriptions), `copied_from` the task and the cards."""
+    and template, the schema's descriptions), `copied_from` the task."""
     text = _norm(c.text)
     dim = re.sub(r"[\s-]+", "_", c.dimension.strip().lower())
     if dim in SCHEMA_WORDS or c.id.strip().lower() in {"provenance_gt", "provenance_generated"}:
@@ -104,7 +105,7 @@ def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str
     if text in _norm(instructions):
         return "it copies the instructions given to you"
     if _words(text) >= COPIED_WORDS and text in _norm(copied_from):
-        return "it copies the task or an evidence card instead of saying what the deliverable must show"
+        return "it copies the task instead of saying what the deliverable must show"
     return None
 
 
@@ -126,7 +127,7 @@ def screened(p: RubricProposal, *, instructions: str, task: str, ground_truth: s
     """(the draft, what is still wrong with it for the model to fix, what the screen changed)."""
     truth = [v for _, v, _ in stated_numbers(ground_truth)]
     card_values = [v for c in cards for v in c.computed_values.values()]
-    copied_from = task + "\n" + render_cards(cards)
+    copied_from = task
     kept: list[RubricCriterion] = []
     notes: list[str] = []
     seen: set[str] = set()

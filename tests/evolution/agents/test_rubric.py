@@ -115,6 +115,17 @@ def test_the_screen_keeps_the_requirements_and_sets_provenance_from_the_evidence
     assert dropped == {"dropped q", "dropped ret2", "dropped provenance_gt", "dropped echo"}
 
 
+def test_a_criterion_restating_a_solvers_conclusion_is_evidence_not_a_copy() -> None:
+    conclusion = "Discounts on the returned orders run higher than on the orders that were kept"
+    cards = [RETURNS_CARDS[0].model_copy(update={"conclusions": [conclusion]}), RETURNS_CARDS[1]]
+    p = RubricProposal.model_validate({"dimensions": DIMS, "criteria": [
+        crit("ret", "States the returned orders' mean discount of 18.82", "gt", 18.8246),
+        crit("why", conclusion, dim="insight"),
+        crit("how", "Matches each return to its order by order_id", dim="method")]})
+    draft, problems, notes = screened(p, instructions="", task=RETURNS_TASK, ground_truth=RETURNS_TRUTH, cards=cards)
+    assert problems == [] and [c.id for c in draft.criteria] == ["ret", "why", "how"] and notes == []
+
+
 def test_values_both_solvers_computed_beyond_the_truth_are_offered_and_asked_for() -> None:
     assert agreed_values(RETURNS_CARDS, RETURNS_TRUTH) == ["difference = 4.56603"]
     all_gt = RubricProposal.model_validate({"dimensions": DIMS, "criteria": [
