@@ -39,6 +39,11 @@ SCHEMA_WORDS = {"id", "ids", "dimension", "dimensions", "text", "type", "provena
 #: a criterion copying this many words of the task restates it; it asks nothing of a deliverable (a copy of a
 #: solver's conclusion or step is evidence restated, which a criterion may be)
 COPIED_WORDS = 6
+#: words for how a rubric is made, which no deliverable shows: v11's kept criteria included "The evidence cards
+#: provide the steps and results of the script's execution" and "The rubric checks the deliverable against the
+#: specified criteria"
+_APPARATUS = re.compile(r"\b(evidence cards?|rubrics?|ground[ -]truth|solvers?|criteri(?:a|on)|provenance)\b",
+                        re.IGNORECASE)
 #: two values within this relative distance are one number (a rounding apart)
 SAME_VALUE = Tolerant(abs=1e-9, rel=1e-3)
 
@@ -102,6 +107,8 @@ def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str
         return "too short to say what a deliverable must contain"
     if text.endswith("?"):
         return "a question, not a requirement a deliverable meets"
+    if m := _APPARATUS.search(c.text):
+        return f"it speaks of {m.group(0)!r}, part of how the rubric is made, which no deliverable shows"
     if text in _norm(instructions):
         return "it copies the instructions given to you"
     if _words(text) >= COPIED_WORDS and text in _norm(copied_from):

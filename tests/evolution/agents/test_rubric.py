@@ -115,6 +115,22 @@ def test_the_screen_keeps_the_requirements_and_sets_provenance_from_the_evidence
     assert dropped == {"dropped q", "dropped ret2", "dropped provenance_gt", "dropped echo"}
 
 
+def test_criteria_about_how_the_rubric_is_made_are_dropped() -> None:
+    """v11's two kept meta-criteria (the old criterion validator judged both grounded and observable)."""
+    p = RubricProposal.model_validate({"dimensions": DIMS, "criteria": [
+        crit("r", "States the correlation of discount_pct and amount, -0.195", "gt", -0.1950231515318033),
+        crit("6", "The evidence cards provide the steps and results of the script's execution.", dim="insight"),
+        crit("7", "The rubric checks the deliverable against the specified criteria.", dim="insight"),
+        crit("8", "Agrees with the ground truth on the sign of the correlation", dim="insight"),
+        crit("c", "Says that larger discounts go with slightly smaller order amounts", dim="insight"),
+        crit("m", "Computes the correlation over every 2023 order as recorded", dim="method")]})
+    draft, problems, notes = screened(p, instructions="", task=RETURNS_TASK, ground_truth=RETURNS_TRUTH,
+                                      cards=RETURNS_CARDS)
+    assert problems == [] and [c.id for c in draft.criteria] == ["r", "c", "m"]
+    assert [n.split(":")[0] for n in notes] == ["dropped 6", "dropped 7", "dropped 8"]
+    assert "'evidence cards'" in notes[0] and "'rubric'" in notes[1] and "'ground truth'" in notes[2]
+
+
 def test_a_criterion_restating_a_solvers_conclusion_is_evidence_not_a_copy() -> None:
     conclusion = "Discounts on the returned orders run higher than on the orders that were kept"
     cards = [RETURNS_CARDS[0].model_copy(update={"conclusions": [conclusion]}), RETURNS_CARDS[1]]
