@@ -84,6 +84,8 @@ def test_requirements_follow_the_path() -> None:
     text = instruction("Target question", reqs, "markdown")
     assert "`data/memos/q3.md`" in text and "Total by region?" in text and "answer.md" in text
     assert "Target question" in text and "finding" not in text
+    # an ancestor's search question is background, not a second question to answer (v11's report read as two)
+    assert "an earlier question this one builds on" in text and "not a second question to answer" in text
     assert "as recorded" not in text  # nothing said about the rows unless the path's scripts show it
 
 
