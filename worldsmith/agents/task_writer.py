@@ -10,7 +10,7 @@ from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.answer_spec import AnswerFacets, lint_answer_spec
-from worldsmith.evolution.spec_check import pinned, repaired, spec_mismatch
+from worldsmith.evolution.spec_check import group_problems, pinned, repaired, spec_mismatch, with_group
 from worldsmith.llm.structured import validate_reply
 from worldsmith.prompts import template
 
@@ -45,8 +45,9 @@ def spec_problems(facets: AnswerFacets, name: str, files: list[str], *, root: Pa
     written computes that value from the files (evolution/spec_check.py)."""
     problems = [] if facets.name == name else [f"name must be {name!r}, got {facets.name!r}"]
     problems += lint_answer_spec(resolved(facets, files), files)
-    if not problems and root is not None and value is not None:
-        problems += spec_mismatch(resolved(facets, files), root, value)
+    if not problems and root is not None:
+        problems = group_problems(resolved(facets, files), root, name, files) + (
+            spec_mismatch(resolved(facets, files), root, value) if value is not None else [])
     return problems
 
 
@@ -77,7 +78,8 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
     if out.value is None and root is not None:  # the model never got it right: fix its last spec from the data
         last = next((v for c in reversed(out.calls) if (v := validate_reply(c.reply, AnswerFacets)[0]) is not None),
                     None)
-        fixed = repaired(narrowed(resolved(last, files), script), root, name, value) if last is not None else None
+        grouped = with_group(narrowed(resolved(last, files), script), root, name, files) if last is not None else None
+        fixed = None if grouped is None else (repaired(grouped, root, name, value) or grouped)
         if fixed is not None and not spec_problems(fixed, name, files, root=root, value=value):
             out.value = fixed
             out.errors.append("the last spec was repaired from the data (files the script does not read, a dateless "

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from worldsmith.core.answer_spec import AnswerFacets, Filter, Measure, Window
+from worldsmith.core.answer_spec import AnswerFacets, Filter, Measure, Window, is_data_file
+from worldsmith.tools.files.errors import FileReadError
 from worldsmith.tools.files.readers import read_table
 
 #: quantities computed here; anything else is not checked
@@ -99,6 +100,9 @@ def spec_value(facets: AnswerFacets, root: Path) -> tuple[float | None, list[str
     not one this module computes or its file cannot be read as one table."""
     if facets.quantity not in CHECKED or len(facets.measure.files) != 1:
         return None, []
+    if any(f.column in facets.other_columns and facets.measure.files[0] not in facets.other_columns[f.column]
+           for f in facets.filters):  # a filter on another table's column: that needs the join, not computed here
+        return None, []
     try:
         df = _table(root, facets.measure.files[0])
     except (OSError, ValueError, KeyError):
@@ -139,6 +143,65 @@ def spec_mismatch(facets: AnswerFacets, root: Path, printed: float) -> list[str]
         return []
     return [f"read as written, the spec gives {value:.6g} from the files, not the printed {printed:.6g}: a filter "
             "(e.g. the group a per-group value belongs to), the population or the time window is missing or wrong"]
+
+
+def _said(facets: AnswerFacets) -> set[str]:
+    """Every value the spec's filters (and comparison sides) keep rows by, lower-cased."""
+    filters = list(facets.filters)
+    if facets.comparison is not None:
+        filters += facets.comparison.a.filters + facets.comparison.b.filters
+    return {str(v).lower() for f in filters for v in (f.value if isinstance(f.value, list) else [f.value])}
+
+
+def named_group(facets: AnswerFacets, root: Path, name: str, files: list[str]) -> tuple[str, str, str] | None:
+    """(label, file, column) when the number's name ends in a value of exactly one text column of the task's data
+    `files` (`mean_business` → 'business', a `segment` of crm.xlsx) and no filter or comparison side of the spec
+    keeps rows by it; else None. v11's writer specified `mean_business` with "Filters: none": read as written,
+    it is every order's mean."""
+    said = _said(facets)
+    tables: dict[str, pd.DataFrame] = {}
+    for f in files:
+        if not is_data_file(f.split("[", 1)[0]):
+            continue
+        try:
+            tables[f] = _table(root, f)
+        except (OSError, ValueError, KeyError, FileReadError):
+            continue
+    parts = name.split("_")
+    for k in range(1, len(parts)):  # the shortest suffix first, as in `repaired`
+        label = "_".join(parts[-k:])
+        if label.lower() in said:
+            return None
+        homes = [(f, str(c)) for f, df in tables.items() for c in df.columns
+                 if not pd.api.types.is_numeric_dtype(df[c]) and (df[c].astype(str) == label).any()]
+        if len(homes) == 1:
+            return label, homes[0][0], homes[0][1]
+        if homes:
+            return None
+    return None
+
+
+def group_problems(facets: AnswerFacets, root: Path, name: str, files: list[str]) -> list[str]:
+    found = named_group(facets, root, name, files)
+    if found is None:
+        return []
+    label, file, column = found
+    return [f"the name {name!r} is the value for {label!r} (a value of `{column}` in {file}), but no filter keeps "
+            f"those rows: add the filter `{column}` == {label!r}"
+            + ("" if file in facets.measure.files[:1] else f" and list `{column}` under other_columns as recorded "
+               f"in {file}")]
+
+
+def with_group(facets: AnswerFacets, root: Path, name: str, files: list[str]) -> AnswerFacets:
+    """The spec with the filter its name's group label calls for (`named_group`), when one is missing."""
+    found = named_group(facets, root, name, files)
+    if found is None:
+        return facets
+    label, file, column = found
+    update: dict[str, object] = {"filters": [*facets.filters, Filter(column=column, op="==", value=label)]}
+    if file not in facets.measure.files[:1]:
+        update["other_columns"] = {**facets.other_columns, column: [file]}
+    return facets.model_copy(update=update)
 
 
 def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> AnswerFacets | None:
