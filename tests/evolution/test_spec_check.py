@@ -163,6 +163,29 @@ def test_a_value_named_for_a_group_of_a_linked_table_needs_that_groups_filter(tm
     assert named_group(fixed, tmp_path, "mean_business", files) is None
 
 
+def test_a_correlation_with_a_linked_tables_column_takes_its_x_from_the_script(tmp_path: Path) -> None:
+    """v11: the amount-income correlation over orders joined to crm was written without x three times; income is
+    crm's, so the repair from the measure's file found none. The script says which column it correlated."""
+    from worldsmith.evolution.spec_check import x_from_script
+
+    (tmp_path / "data").mkdir()
+    pd.DataFrame({"acct_ref": ["C-1", "C-2"], "amount": [1.0, 2.0]}).to_csv(tmp_path / "data" / "orders.csv",
+                                                                            index=False)
+    pd.DataFrame({"customer_id": ["CUST_1", "CUST_2"], "income": [10.0, 30.0]}).to_csv(
+        tmp_path / "data" / "crm.csv", index=False)
+    files = ["data/orders.csv", "data/crm.csv", "data/memo.md"]
+    no_x = spec(name="amount_income_correlation", quantity="correlation",
+                measure={"variable": "amount", "files": ["data/orders.csv"]})
+    script = 'df = orders.merge(crm, on="_key")\ncorrelation = df_2023["amount"].corr(df_2023["income"])\n'
+    fixed = x_from_script(no_x, script, tmp_path, files)
+    assert fixed is not None and (fixed.x.variable, fixed.x.files) == ("income", ["data/crm.csv"])
+    assert x_from_script(no_x, "r = df.income.corr(df.amount)", tmp_path, files).x.variable == "income"  # either side
+    assert spec_problems(fixed, "amount_income_correlation", files, root=tmp_path, value=0.47) == []
+    assert x_from_script(no_x, "r = df['basket'].corr(df['income'])", tmp_path, files) is None  # not the measure's
+    assert x_from_script(no_x, "r = df['amount'].corr(df['income'])\ns = df['amount'].corr(df['acct_ref'])",
+                         tmp_path, files) is None  # two candidates: no guess
+
+
 async def test_the_task_writer_falls_back_to_the_repair(root: Path, tmp_path: Path) -> None:
     import uuid
 

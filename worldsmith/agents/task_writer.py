@@ -10,7 +10,14 @@ from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.answer_spec import AnswerFacets, lint_answer_spec
-from worldsmith.evolution.spec_check import group_problems, pinned, repaired, spec_mismatch, with_group
+from worldsmith.evolution.spec_check import (
+    group_problems,
+    pinned,
+    repaired,
+    spec_mismatch,
+    with_group,
+    x_from_script,
+)
 from worldsmith.llm.structured import validate_reply
 from worldsmith.prompts import template
 
@@ -79,12 +86,14 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
         last = next((v for c in reversed(out.calls) if (v := validate_reply(c.reply, AnswerFacets)[0]) is not None),
                     None)
         grouped = with_group(narrowed(resolved(last, files), script), root, name, files) if last is not None else None
+        if grouped is not None:
+            grouped = x_from_script(grouped, script, root, files) or grouped
         fixed = None if grouped is None else (repaired(grouped, root, name, value) or grouped)
         if fixed is not None and not spec_problems(fixed, name, files, root=root, value=value):
             out.value = fixed
             out.errors.append("the last spec was repaired from the data (files the script does not read, a dateless "
-                              "window, a group's filter, a missing x, a plain mean or count filed as a difference) and then "
-                              "computed the printed number")
+                              "window, a group's filter, a missing x from the data or the script, a plain mean or "
+                              "count filed as a difference) and then computed the printed number")
     if out.value is not None:
         out.value = resolved(out.value, files)
         if root is not None:

@@ -263,6 +263,38 @@ def _plain(facets: AnswerFacets, name: str, root: Path, printed: float) -> Answe
     return None
 
 
+#: `a["y"].corr(b["x"])` / `a.y.corr(b.x)`: the two columns a script correlates
+_CORR = re.compile(r"""(?:\[\s*['"](?P<y1>[^'"]+)['"]\s*\]|\.(?P<y2>\w+))\s*\.corr\(\s*\w+\s*"""
+                   r"""(?:\[\s*['"](?P<x1>[^'"]+)['"]\s*\]|\.(?P<x2>\w+))""")
+
+
+def x_from_script(facets: AnswerFacets, script: str, root: Path, files: list[str]) -> AnswerFacets | None:
+    """A correlation written without its other variable, when the script correlates the measure with one other
+    column (`df["amount"].corr(df["income"])`) that exactly one of the task's data files holds: that column, in
+    that file. r is symmetric, so which is y does not matter. v11's amount-income correlation over the orders
+    joined to crm lost its task: income is crm's, and the repair from the data looks in the measure's file only."""
+    if facets.quantity != "correlation" or facets.x is not None:
+        return None
+    y = facets.measure.variable
+    others = {(m["x1"] or m["x2"]) if (m["y1"] or m["y2"]) == y else (m["y1"] or m["y2"])
+              for m in _CORR.finditer(script) if y in ((m["y1"] or m["y2"]), (m["x1"] or m["x2"]))}
+    if len(others) != 1:
+        return None
+    x = others.pop()
+    homes = []
+    for f in files:
+        if not is_data_file(f.split("[", 1)[0]):
+            continue
+        try:
+            if x in _table(root, f).columns:
+                homes.append(f)
+        except (OSError, ValueError, KeyError, FileReadError):
+            continue
+    if len(homes) != 1:
+        return None
+    return facets.model_copy(update={"x": Measure(variable=x, files=homes)})
+
+
 def _with_x(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets | None:
     """A correlation or slope written without its other variable: the one numeric column of the measure's file
     whose value with the measure is the printed number (None when no column, or more than one, gives it). When
