@@ -248,6 +248,11 @@ def test_a_verified_spec_is_pinned_to_its_one_reading(root: Path) -> None:
     assert pinned(mean, root, 123.0).population == "every customer"
     spearman = corr.model_copy(update={"aggregation": "Spearman rank correlation"})
     assert pinned(spearman, root, 0.5).aggregation == "Spearman rank correlation"
+    # what a closed form not recomputed here (a filter on a linked table) gets when its path kept every row
+    from worldsmith.evolution.spec_check import recorded_population
+
+    assert recorded_population("orders_2024.csv") == f"orders_2024.csv; {AS_RECORDED}"
+    assert recorded_population(recorded_population("x")) == f"x; {AS_RECORDED}" and recorded_population("") == AS_RECORDED
 
 
 def test_a_criterion_id_written_twice_is_renamed_not_refused() -> None:

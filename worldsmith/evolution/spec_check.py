@@ -353,7 +353,14 @@ def pinned(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets:
                                  f"{facets.aggregation.rstrip('.')} (the least-squares slope of `{y}` on `{x}` over "
                                  "the rows where both are recorded)")
     if AS_RECORDED not in facets.population:
-        pop = facets.population.strip().rstrip(".")
-        update["population"] = AS_RECORDED if not pop or pop.replace("_", " ") in ("all dates", "all rows", "all") \
-            else f"{pop}; {AS_RECORDED}"
+        update["population"] = recorded_population(facets.population)
     return facets.model_copy(update=update)
+
+
+def recorded_population(population: str) -> str:
+    """The population with "every row as recorded" said (once)."""
+    if AS_RECORDED in population:
+        return population
+    pop = population.strip().rstrip(".")
+    return AS_RECORDED if not pop or pop.replace("_", " ") in ("all dates", "all rows", "all") \
+        else f"{pop}; {AS_RECORDED}"
