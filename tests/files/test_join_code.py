@@ -110,3 +110,14 @@ def test_parts_of_one_table_named_with_a_linked_table_are_stacked_then_joined(tm
     # one part alone with the lookup is a plain two-table join, as before
     single = plan_join(ws, "Join orders_2024.csv and crm.csv.")
     assert single is not None and single.parts is None and single.facts.file == "orders_2024.csv"
+
+
+def test_one_named_part_of_a_lookup_family_is_joined_as_a_table(tmp_path: Path) -> None:
+    """crm_2023.csv is one of two yearly crm files; named alone with the orders it is the lookup, as before."""
+    (tmp_path / "orders.csv").write_text(ORDERS)
+    for year in (2023, 2024):
+        (tmp_path / f"crm_{year}.csv").write_text(CRM)
+    ws = profile_workspace([tmp_path / n for n in ("orders.csv", "crm_2023.csv", "crm_2024.csv")], as_mounted=True)
+    plan = plan_join(ws, "Join orders.csv and crm_2023.csv.")
+    assert plan is not None and plan.parts is None and plan.lookup.file == "crm_2023.csv"
+    assert plan_join(ws, "Join orders.csv, crm_2023.csv and crm_2024.csv.") is None  # a stack of lookups: no join

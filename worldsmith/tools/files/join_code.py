@@ -120,9 +120,12 @@ def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
     if len(units) != 2:
         return None
     tables = {t.label: t for t in ws.tables if group_of.get(t.label, t.label) in units}
+    named_in = {u: sum(group_of.get(t.label, t.label) == u for t in named) for u in units}
+    # the lookup is a named table alone in its unit (a stack of lookups is not joined); the facts may be any part
     links = [(j, plan) for j in ws.joins
              if {j.left.table_label, j.right.table_label} <= set(tables) and (j.overlap_ratio or 0) > 0
-             and (plan := lookup_join(j, tables, group_of)) is not None and plan.lookup.label not in group_of]
+             and (plan := lookup_join(j, tables, group_of)) is not None and plan.lookup in named
+             and named_in[group_of.get(plan.lookup.label, plan.lookup.label)] == 1]
     if not links:
         return None
 
