@@ -184,6 +184,11 @@ def test_a_correlation_with_a_linked_tables_column_takes_its_x_from_the_script(t
     assert x_from_script(no_x, "r = df['basket'].corr(df['income'])", tmp_path, files) is None  # not the measure's
     assert x_from_script(no_x, "r = df['amount'].corr(df['income'])\ns = df['amount'].corr(df['acct_ref'])",
                          tmp_path, files) is None  # two candidates: no guess
+    # not recomputed here, its method is named from the script: pandas' default is Pearson
+    from worldsmith.evolution.spec_check import script_method
+
+    assert "Pearson's r of `amount` and `income`" in script_method(fixed, script).aggregation
+    assert script_method(fixed, "df['amount'].corr(df['income'], method='spearman')") == fixed
 
 
 async def test_the_task_writer_falls_back_to_the_repair(root: Path, tmp_path: Path) -> None:

@@ -109,6 +109,8 @@ def test_a_report_computed_over_the_rows_as_recorded_says_so() -> None:
     assert not as_recorded([plain, "df = df.drop_duplicates('order_id')"])  # repeats dropped
     assert not as_recorded(["df = df[~df.order_id.duplicated()]"])
     assert not as_recorded(["df['amt'] = df.amt / 100"])  # cents converted
+    # the generated join keeps one crm row per key: that is the join's lookup, not a repeated record dropped (v11)
+    assert as_recorded([plain, 'crm = crm.dropna(subset=["_key"]).drop_duplicates("_key")'])
     text = instruction("How do discount and amount move together?", [], "markdown", recorded=True)
     assert "rows of the files as recorded: keep repeated records and convert no value" in text
     assert text.index("as recorded") < text.index("answer.md")  # before the deliverable's wording

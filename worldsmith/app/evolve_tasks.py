@@ -26,7 +26,7 @@ from worldsmith.agents.criterion_validator import validate_criteria
 from worldsmith.agents.executor import execute
 from worldsmith.agents.rubric_generator import generate_rubric
 from worldsmith.agents.task_writer import write_answer_spec
-from worldsmith.evolution.spec_check import recorded_population, spec_value
+from worldsmith.evolution.spec_check import recorded_population, script_method, spec_value
 from worldsmith.agents.validator import SAME_NUMBER
 from worldsmith.core.answer_spec import render_answer_spec
 from worldsmith.core.evolution_schemas import EvidenceCard, ExecutionResult, GoalPackage
@@ -172,6 +172,8 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
         # so, or a solver following a memo's "the first row counts" computes another number (v11's mean_business:
         # 3.0559 after dropping repeats against the expected 3.07)
         f = f.model_copy(update={"population": recorded_population(f.population)})
+    if exact is None:
+        f = script_method(f, scripts[-1][1])
     answer = AnswerSpec(name=name, value=round((value if exact is None else exact) * f.factor, 9),
                         tolerance=answer_tolerance(f.decimals, exact is not None), unit=f.grading_unit,
                         description=f.aggregation, spec=f)

@@ -357,6 +357,18 @@ def pinned(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets:
     return facets.model_copy(update=update)
 
 
+def script_method(facets: AnswerFacets, script: str) -> AnswerFacets:
+    """A correlation not recomputed here (its x in another table) named as Pearson's r when every `.corr(` call of
+    the script takes pandas' default method: v11's amount-income task named no method, and a Spearman reading gives
+    0.3945 against 0.4672."""
+    if facets.quantity != "correlation" or _METHOD.search(facets.aggregation) or ".corr(" not in script \
+            or re.search(r"\.corr\([^)]*method\s*=", script):
+        return facets
+    x, y = facets.x.variable if facets.x else "x", facets.measure.variable
+    return facets.model_copy(update={"aggregation": f"{facets.aggregation.rstrip('.')} (Pearson's r of `{y}` and "
+                                                    f"`{x}` over the rows where both are recorded)"})
+
+
 def recorded_population(population: str) -> str:
     """The population with "every row as recorded" said (once)."""
     if AS_RECORDED in population:

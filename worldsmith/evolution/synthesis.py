@@ -91,6 +91,9 @@ def choose_deliverable(index: int, numbers: dict[str, float]) -> Deliverable:
 #: code that drops repeated records or converts a column's unit: a path whose scripts have neither computed its
 #: numbers over the rows as recorded
 _DEDUPES = re.compile(r"\bdrop_duplicates\s*\(|\bduplicated\s*\(")
+#: the lookup side of the generated join (prompts/join_code.md) keeps one row per key: v11's paths all had it, and
+#: their tasks lost the "as recorded" wording
+_JOIN_KEY_DEDUPE = re.compile(r"""\.drop_duplicates\(\s*['"]_key['"]\s*\)""")
 _CONVERTS = re.compile(r"[*/]\s*(?:100|1000|1e2|1e3|100\.0|1000\.0)\b")
 
 
@@ -100,6 +103,7 @@ def as_recorded(scripts: list[str]) -> bool:
     embedded run v9's report found the other one: its memo says a repeated order id counts once, and dropping the
     20 repeats moved the correlation from -0.1950 to -0.2062, outside the rubric's 2%."""
     code = "\n".join(line.split("#", 1)[0] for script in scripts for line in script.splitlines())
+    code = _JOIN_KEY_DEDUPE.sub("", code)  # the join code's own one-row-per-key lookup, not a record dropped
     return not _DEDUPES.search(code) and not _CONVERTS.search(code)
 
 
