@@ -53,8 +53,9 @@ def spec_problems(facets: AnswerFacets, name: str, files: list[str], *, root: Pa
     problems = [] if facets.name == name else [f"name must be {name!r}, got {facets.name!r}"]
     problems += lint_answer_spec(resolved(facets, files), files)
     if not problems and root is not None:
-        problems = group_problems(resolved(facets, files), root, name, files) + (
-            spec_mismatch(resolved(facets, files), root, value) if value is not None else [])
+        as_shipped = resolved(facets, files)
+        problems = group_problems(as_shipped, root, name, files) + (
+            spec_mismatch(as_shipped, root, value) if value is not None else [])
     return problems
 
 

@@ -145,6 +145,19 @@ def spec_mismatch(facets: AnswerFacets, root: Path, printed: float) -> list[str]
             "(e.g. the group a per-group value belongs to), the population or the time window is missing or wrong"]
 
 
+def _data_tables(root: Path, files: list[str]) -> dict[str, pd.DataFrame]:
+    """The task's data files that read as one table each, by name (documents and unreadable files left out)."""
+    tables: dict[str, pd.DataFrame] = {}
+    for f in files:
+        if not is_data_file(f.split("[", 1)[0]):
+            continue
+        try:
+            tables[f] = _table(root, f)
+        except (OSError, ValueError, KeyError, FileReadError):
+            continue
+    return tables
+
+
 def _said(facets: AnswerFacets) -> set[str]:
     """Every value the spec's filters (and comparison sides) keep rows by, lower-cased."""
     filters = list(facets.filters)
@@ -159,14 +172,7 @@ def named_group(facets: AnswerFacets, root: Path, name: str, files: list[str]) -
     keeps rows by it; else None. v11's writer specified `mean_business` with "Filters: none": read as written,
     it is every order's mean."""
     said = _said(facets)
-    tables: dict[str, pd.DataFrame] = {}
-    for f in files:
-        if not is_data_file(f.split("[", 1)[0]):
-            continue
-        try:
-            tables[f] = _table(root, f)
-        except (OSError, ValueError, KeyError, FileReadError):
-            continue
+    tables = _data_tables(root, files)
     parts = name.split("_")
     for k in range(1, len(parts)):  # the shortest suffix first, as in `repaired`
         label = "_".join(parts[-k:])
@@ -281,15 +287,7 @@ def x_from_script(facets: AnswerFacets, script: str, root: Path, files: list[str
     if len(others) != 1:
         return None
     x = others.pop()
-    homes = []
-    for f in files:
-        if not is_data_file(f.split("[", 1)[0]):
-            continue
-        try:
-            if x in _table(root, f).columns:
-                homes.append(f)
-        except (OSError, ValueError, KeyError, FileReadError):
-            continue
+    homes = [f for f, df in _data_tables(root, files).items() if x in df.columns]
     if len(homes) != 1:
         return None
     return facets.model_copy(update={"x": Measure(variable=x, files=homes)})
@@ -347,11 +345,7 @@ def pinned(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets:
     if value is None or problems or not math.isclose(value, printed, rel_tol=1e-3, abs_tol=1e-9):
         return facets.model_copy(update=update)
     if facets.quantity in ("correlation", "slope") and not _METHOD.search(facets.aggregation):
-        x, y = facets.x.variable if facets.x else "x", facets.measure.variable
-        update["aggregation"] = (f"{facets.aggregation.rstrip('.')} (Pearson's r of `{y}` and `{x}` over the rows "
-                                 "where both are recorded)" if facets.quantity == "correlation" else
-                                 f"{facets.aggregation.rstrip('.')} (the least-squares slope of `{y}` on `{x}` over "
-                                 "the rows where both are recorded)")
+        update["aggregation"] = _method_named(facets)
     if AS_RECORDED not in facets.population:
         update["population"] = recorded_population(facets.population)
     return facets.model_copy(update=update)
@@ -364,9 +358,15 @@ def script_method(facets: AnswerFacets, script: str) -> AnswerFacets:
     if facets.quantity != "correlation" or _METHOD.search(facets.aggregation) or ".corr(" not in script \
             or re.search(r"\.corr\([^)]*method\s*=", script):
         return facets
+    return facets.model_copy(update={"aggregation": _method_named(facets)})
+
+
+def _method_named(facets: AnswerFacets) -> str:
+    """The aggregation with its method said: Pearson's r for a correlation, the least-squares slope for a slope."""
     x, y = facets.x.variable if facets.x else "x", facets.measure.variable
-    return facets.model_copy(update={"aggregation": f"{facets.aggregation.rstrip('.')} (Pearson's r of `{y}` and "
-                                                    f"`{x}` over the rows where both are recorded)"})
+    method = (f"Pearson's r of `{y}` and `{x}`" if facets.quantity == "correlation" else
+              f"the least-squares slope of `{y}` on `{x}`")
+    return f"{facets.aggregation.rstrip('.')} ({method} over the rows where both are recorded)"
 
 
 def recorded_population(population: str) -> str:
