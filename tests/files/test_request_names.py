@@ -139,7 +139,7 @@ def test_a_question_over_two_linked_tables_gets_their_join_as_a_first_cell(tmp_p
     import subprocess
     import sys
 
-    from worldsmith.agents.analyst import opening_turn
+    from worldsmith.agents.analyst import PRELUDE, opening_turn
 
     room = tmp_path / "room"
     room.mkdir()
@@ -155,8 +155,11 @@ def test_a_question_over_two_linked_tables_gets_their_join_as_a_first_cell(tmp_p
     turn = opening_turn(question, files, 1300, ["gap"])
     assert "# Joining the two tables" in turn and turn.index("# Task") < turn.index("# Joining")
     code = turn.split("```python\n", 1)[1].split("```", 1)[0]
-    # the shown cell, run as the model would run it, joins as plain pandas does by the number in the ids
-    probe = code + "\nprint(round(df[df.school_type == 'independent'].score.mean() - " \
+    # the cell is what the model's session lacks: no import (the prelude ran them) and no comment
+    assert not [line for line in code.splitlines() if line.startswith(("import ", "from ", "#"))], code
+    # the shown cell, run as the model would run it (after the session's prelude), joins as plain pandas does by
+    # the number in the ids
+    probe = PRELUDE + "\n" + code + "\nprint(round(df[df.school_type == 'independent'].score.mean() - " \
                    "df[df.school_type == 'state'].score.mean(), 6))\n"
     out = subprocess.run([sys.executable, "-c", probe], cwd=room, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -103,7 +103,7 @@ def opening_turn(question: str, files: list[str], profile_chars: int, names: lis
     """The task turn that opens a question: the file list, the question, the notes placing its names, the hints
     and the answer format. The analyst graph and RL rollouts (training/rl_data.py) both open with it."""
     profile, notes, join = _task_files(files, profile_chars, question)
-    return user_prompt(question, profile, names, hints, notes, join.code() if join is not None else "")
+    return user_prompt(question, profile, names, hints, notes, join.code(cell=True) if join is not None else "")
 
 
 def few_shot_messages() -> list[dict[str, str]]:

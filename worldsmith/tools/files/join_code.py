@@ -59,20 +59,25 @@ class JoinPlan:
             out.append(name)
         return out[0], out[1]
 
-    def code(self) -> str:
-        """The whole join as a script: imports, both loads, the keys, `df` = the merge, one line printed."""
+    def code(self, *, cell: bool = False) -> str:
+        """The whole join as a script: imports, a comment saying how rows match, both loads, the keys, `df` = the
+        merge, one line printed. `cell`: the loads onwards only, for a session whose prelude imported the modules
+        (the analyst's), where the comment would repeat what the task turn says around the cell."""
         t = template(TEMPLATE)
         facts, lookup = self.names()
         key = "number key" if self.spelled else "text key"
         keys = "\n".join(t.section(key, frame=frame, column=py_str(column))
                          for frame, column in ((facts, self.fkey), (lookup, self.lkey)))
-        how = t.section("how number" if self.spelled else "how text", fkey=self.fkey, lkey=self.lkey,
-                        facts_label=self.facts_label, lookup_label=self.lookup.label)
         # one key written the same way on both sides: the facts' copy is enough (else `site` and `site_sites`)
         drop = t.section("drop key", column=py_str(self.lkey)) if not self.spelled and self.fkey == self.lkey else ""
-        return t.section("code", how=how, drop=drop, facts=facts, lookup=lookup, facts_load=self._facts_load(),
+        body = t.section("body", drop=drop, facts=facts, lookup=lookup, facts_load=self._facts_load(),
                          lookup_load=_load(self.lookup), keys=keys, suffix=py_str(f"_{lookup}"),
                          facts_label=py_str(self.facts_label), lookup_label=py_str(self.lookup.label))
+        if cell:
+            return body
+        how = t.section("how number" if self.spelled else "how text", fkey=self.fkey, lkey=self.lkey,
+                        facts_label=self.facts_label, lookup_label=self.lookup.label)
+        return "\n\n".join([t.section("imports"), t.section("comment", how=how) + "\n" + body])
 
     def _facts_load(self) -> str:
         if self.parts is None:
