@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -58,6 +58,35 @@ class CriterionCheck(BaseModel):
     revision: str | None = Field(None, description="a narrower, well-formed rewording, when over-specified")
 
 
+#: `print("RESULT value =", -0.195)` or `print(f"RESULT value = {-0.195}")`: a number written into the script, not
+#: computed (v11's validator "recomputed" a criterion's -0.1950231515318033 with exactly that line, and kept it)
+_LITERAL_RESULT = re.compile(r"""RESULT\s+value\s*=\s*(?:['"]\s*,\s*|\{\s*|\s*)[-+]?\(?\s*\d[\d_.eE+-]*\s*\)?\s*[}'")]""")
+
+
+def mounted_paths(inputs: list[Path]) -> list[str]:
+    """Each input file as the recomputation opens it from its working directory (`data/orders.csv` for the file
+    `orders.csv` of the input directory `data`)."""
+    out: list[str] = []
+    for p in inputs:
+        out += sorted(f.relative_to(p.parent).as_posix() for f in p.rglob("*") if f.is_file()) if p.is_dir() \
+            else [p.name]
+    return out
+
+
+def recomputation_problems(code: str | None, names: list[str]) -> list[str]:
+    """Why `code` is no recomputation from the data, or []: it names none of the input files, or prints a number
+    written into it. A criterion whose number is only restated is unverified, whatever the script prints."""
+    if not code:
+        return ["the criterion states a number: give \"code\", a script that recomputes it from the input files"]
+    out = []
+    if names and not any(n in code for n in names):
+        out.append("the script reads none of the input files (" + ", ".join(names[:8])
+                   + "): load the data and compute the number from it")
+    if _LITERAL_RESULT.search(code):
+        out.append("the script prints a number written into it: print the value it computes from the data")
+    return out
+
+
 def recomputed_value(stdout: str) -> float | None:
     """`RESULT value = x`, or the only RESULT line the check printed."""
     results = parse_results(stdout)
@@ -90,19 +119,24 @@ def criterion_verdict(c: RubricCriterion, check: CriterionCheck | None, recomput
     return CriterionVerdict(**base, **flags, status="verified", action="keep", reason=check.reason)
 
 
-async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[str, str], role: str, retries: int,
+async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[str, Any], role: str, retries: int,
                      first_index: int, timeout_s: float | None) -> tuple[CriterionVerdict, Outcome[CriterionCheck]]:
     t = template(TEMPLATE)
     messages = [{"role": "system", "content": t.section("system")},
                 {"role": "user", "content": t.section(
                     "user", **context, id=c.id, type=c.type, provenance=c.provenance, text=c.text,
                     expected="none" if c.expected_value is None else str(c.expected_value))}]
+    names = context["names"]
+
+    def check(answer: CriterionCheck) -> list[str]:
+        return recomputation_problems(answer.code, names) if c.expected_value is not None else []
+
     got = await ask(llm, messages, CriterionCheck, role=role, templates=versions(TEMPLATE), retries=retries,
-                    first_index=first_index)
+                    first_index=first_index, check=check)
     recomputed, failure = None, "; ".join(got.errors[-2:])
     if got.value is not None and c.expected_value is not None:
-        if not got.value.code:
-            failure = "the model gave no recomputation script"
+        if problems := recomputation_problems(got.value.code, names):
+            failure = "; ".join(problems)
         else:
             await sb.restart()
             run = await sb.run(unfenced(got.value.code), timeout=timeout_s)
@@ -127,8 +161,9 @@ async def validate_criteria(llm: Any, rubric: RubricDraft, *, task: str, ground_
                             timeout_s: float | None = None) -> Outcome[RubricValidation]:
     """Every criterion checked; refuted and unverifiable ones dropped, over-specified ones revised or dropped."""
     check_cards(cards)
+    names = [PurePosixPath(f).name for f in mounted_paths(inputs)]
     context = {"task": task, "ground_truth": ground_truth, "cards": render_cards(cards),
-               "files": ", ".join(p.name for p in inputs) or "(none)"}
+               "files": ", ".join(mounted_paths(inputs)) or "(none)", "names": names}
     out = Outcome[RubricValidation](None)
     verdicts: list[CriterionVerdict] = []
     kept: list[RubricCriterion] = []

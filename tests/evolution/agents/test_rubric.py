@@ -209,9 +209,52 @@ async def test_a_number_that_cannot_be_recomputed_is_unverifiable(scripted_llm, 
     out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=CARDS,
                                   inputs=[data / "sales.csv"], sandbox=sandbox_config, retries=0)
     by_id = {x.criterion: x for x in out.value.verdicts}
-    assert by_id["c1"].status == "unverifiable" and "no recomputation script" in by_id["c1"].reason
+    assert by_id["c1"].status == "unverifiable" and "recomputes it from the input files" in by_id["c1"].reason
     assert by_id["c2"].status == "unverifiable" and "not valid JSON" in by_id["c2"].reason
     assert out.value.criteria == []
+
+
+async def test_a_number_restated_instead_of_recomputed_is_never_verified(scripted_llm, data: Path,
+                                                                         sandbox_config) -> None:
+    """v11's validator kept a criterion on the strength of `print('RESULT value =', -0.1950231515318033)`: the
+    expected value printed back. Such a script, or one that reads no input file, is sent back; a second such
+    answer leaves the criterion unverifiable, and a real recomputation after the re-ask verifies it."""
+    script, llm = scripted_llm
+    south_total = float(pd.read_csv(data / "sales.csv").query("region == 'south'").amount.sum())
+    rubric = RubricDraft.model_validate({"dimensions": DIMS, "criteria": [
+        crit("c1", "reports the south total", "generated", south_total),
+        crit("c2", "reports the south total once more", "generated", south_total, dim="method")]})
+    echo = {**check(None), "code": f"print('RESULT value =', {south_total})"}
+    no_file = {**check(None), "code": f"x = {south_total} * 1.0\nprint('RESULT value =', x)"}
+    script.on(r"Criterion c1 ", echo, times=1).on(r"Criterion c1 ", no_file)
+    script.on(r"Criterion c2 ", {**check(None), "code": f'print(f"RESULT value = {{{south_total}}}")'}, times=1)
+    script.on(r"Criterion c2 ", check("df[df.region == 'south'].amount.sum()"))
+    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=CARDS,
+                                  inputs=[data / "sales.csv"], sandbox=sandbox_config, retries=1)
+    by_id = {x.criterion: x for x in out.value.verdicts}
+    assert by_id["c1"].status == "unverifiable" and by_id["c1"].recomputed is None
+    assert "reads none of the input files (sales.csv)" in by_id["c1"].reason
+    assert by_id["c2"].status == "verified" and by_id["c2"].recomputed == south_total
+    re_ask = [r.text for r in script.requests if "Criterion c1 " in r.text][1]
+    assert "prints a number written into it" in re_ask
+    assert "Input files: sales.csv" in script.requests[0].text
+
+
+def test_what_counts_as_a_recomputation() -> None:
+    from worldsmith.agents.criterion_validator import recomputation_problems
+
+    names = ["orders.csv", "crm.xlsx"]
+    ok = "import pandas as pd\ndf = pd.read_csv('data/orders.csv')\n"
+    for tail in ("print('RESULT value =', df.amount.mean())", "print(f'RESULT value = {df.amount.mean():.4f}')",
+                 "print('RESULT value =', 100 * df.amount.mean())", "print('RESULT value =', round(r, 4))"):
+        assert recomputation_problems(ok + tail, names) == [], tail
+    for tail in ("print('RESULT value =', -0.1950231515318033)", 'print("RESULT value = 12.5")',
+                 "print(f'RESULT value = {-0.195}')", "print('RESULT value =', (3.0))"):
+        assert recomputation_problems(ok + tail, names) == [
+            "the script prints a number written into it: print the value it computes from the data"], tail
+    assert "reads none of the input files (orders.csv, crm.xlsx)" in recomputation_problems(
+        "print('RESULT value =', sum([1, 2]))", names)[0]
+    assert "give \"code\"" in recomputation_problems(None, names)[0]
 
 
 async def test_drops_that_leave_ground_truth_over_40_percent_trim_it(scripted_llm, data: Path, sandbox_config) -> None:
