@@ -90,6 +90,9 @@ async def test_report_rubric_comes_from_dual_evidence_and_drops_the_refuted_crit
     assert {r.role for r in solvers} == {"agent", "teacher"}  # two independent solver runs
     # both roles are one greedy scripted endpoint here: the second run samples, or the two would be one run twice
     assert {(r.role, r.temperature) for r in solvers} == {("agent", 0.0), ("teacher", 0.7)}
+    # each card records the data files its solver's script read, from the script itself (no memo was read)
+    [asked] = [r.text for r in script.requests if "Evidence cards:" in r.text and "Write the rubric" in r.text]
+    assert asked.count('"files_read": ["sales.csv"]') == 2, asked
     rubric = json.loads((run_dir / "tasks" / "tasks" / task.id / "tests" / "rubric.json").read_text())
     assert [c["id"] for c in rubric["criteria"]] == ["c1", "c2", "c4"]
 

@@ -50,7 +50,8 @@ SAME_VALUE = Tolerant(abs=1e-9, rel=1e-3)
 
 def render_cards(cards: list[EvidenceCard]) -> str:
     return "\n".join(f"- card {i + 1} ({c.solver}): " + json.dumps(
-        {"operations": c.operations, "computed_values": c.computed_values, "conclusions": c.conclusions},
+        {"operations": c.operations, "computed_values": c.computed_values, "conclusions": c.conclusions}
+        | ({"files_read": c.files} if c.files else {}) | ({"methods": c.methods} if c.methods else {}),
         ensure_ascii=False) for i, c in enumerate(cards))
 
 
@@ -76,6 +77,70 @@ def agreed_values(cards: list[EvidenceCard], ground_truth: str) -> list[str]:
                 seen.append(v)
                 out.append(f"{name} = {v:.6g}")
     return out
+
+
+def _shared(cards: list[EvidenceCard], field: str) -> list[str]:
+    """Items of a card's list `field` that a card of another solver lists too, in the first card's order."""
+    out: list[str] = []
+    for i, a in enumerate(cards):
+        for item in getattr(a, field):
+            if item not in out and any(b.solver != a.solver and item in getattr(b, field) for b in cards[i + 1:]):
+                out.append(item)
+    return out
+
+
+#: the dimensions evidence criteria go under (added to the rubric's list when it lacks them and has room)
+VALUE_DIMENSION, METHOD_DIMENSION = "accuracy", "method"
+
+
+def evidence_criteria(cards: list[EvidenceCard], ground_truth: str) -> list[RubricCriterion]:
+    """'generated' criteria written from what two different solver runs share, no model needed: each value both
+    computed that the ground truth does not state, the data files both scripts read, each method both called.
+    What completes a draft that leans on the ground truth: the 1.5B generator's drafts restated its number three
+    times and were refused for the gt share until the task was lost (v11 at a222dd8)."""
+    out: list[RubricCriterion] = []
+    for k, item in enumerate(agreed_values(cards, ground_truth), 1):
+        name, _, value = item.partition(" = ")
+        out.append(RubricCriterion(id=f"ev_value{k}", dimension=VALUE_DIMENSION, type="preference",
+                                   provenance="generated", expected_value=float(value), tolerance=0.02,
+                                   text=f"States {name.replace('_', ' ')} as {value}"))
+    if files := _shared(cards, "files"):
+        out.append(RubricCriterion(id="ev_files", dimension=METHOD_DIMENSION, type="preference",
+                                   provenance="generated",
+                                   text="Says which data files its numbers come from: " + ", ".join(files)))
+    for k, method in enumerate(_shared(cards, "methods"), 1):
+        out.append(RubricCriterion(id=f"ev_method{k}", dimension=METHOD_DIMENSION, type="preference",
+                                   provenance="generated", text=f"Names the method it used: {method}"))
+    return out
+
+
+def completed(kept: list[RubricCriterion], dims: list[str], extra: list[RubricCriterion],
+              ) -> tuple[list[RubricCriterion], list[str], list[str]]:
+    """`kept` with as many of `extra` (evidence criteria) added, in order, as bring the ground-truth share to at
+    most MAX_GT_SHARE (within the 10-criterion cap; none whose text or number a kept criterion has), the
+    dimensions they need, and what was added. Unchanged when the share is met already or `extra` cannot meet it."""
+    out, added = list(kept), []
+    texts = {_norm(c.text) for c in kept}
+    for c in extra:
+        if sum(x.provenance == "gt" for x in out) <= MAX_GT_SHARE * len(out) or len(out) >= 10:
+            break
+        if _norm(c.text) in texts or (c.expected_value is not None and any(
+                x.expected_value is not None and SAME_VALUE.numbers(x.expected_value, c.expected_value) for x in out)):
+            continue
+        out.append(c)
+        added.append(c)
+    if not added or sum(x.provenance == "gt" for x in out) > MAX_GT_SHARE * len(out):
+        return kept, dims, []
+    names = list(dims)
+    lower = {d.strip().lower(): d for d in names}
+    fixed = []
+    for c in added:
+        if c.dimension not in lower and len(names) < 7:
+            names.append(c.dimension)
+            lower[c.dimension] = c.dimension
+        fixed.append(c.model_copy(update={"dimension": lower.get(c.dimension, names[0])}))
+    notes = [f"added {c.id} from what both solver runs share: {c.text}" for c in fixed]
+    return kept + fixed, names, notes
 
 
 def _states(stated: float, value: float) -> bool:
@@ -157,6 +222,8 @@ def screened(p: RubricProposal, *, instructions: str, task: str, ground_truth: s
     if not kept:
         return None, dropped + ["no criterion is left: write criteria that each name one thing the deliverable "
                                 "must state or show"], notes
+    kept, dims, added = completed(kept, dims, evidence_criteria(cards, ground_truth))
+    notes += added
     gt = sum(c.provenance == "gt" for c in kept)
     if gt > MAX_GT_SHARE * len(kept):
         agreed = agreed_values(cards, ground_truth)

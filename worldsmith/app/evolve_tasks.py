@@ -107,18 +107,22 @@ async def evidence_cards(rt: GraphRuntime, goal: str, root_dir: Path, task_id: s
     two greedy runs of one model are one run twice (both embedded solvers failed on the same SyntaxError)."""
     cards, errors = [], []
     endpoints = [rt.settings.llm.for_role(role) for role in SOLVER_ROLES]
+    data_files = sorted({f.name for f in (root_dir / syn.DATA).rglob("*") if f.is_file()})
     for i, role in enumerate(SOLVER_ROLES):
         same = any(endpoints[i] == endpoints[j] for j in range(i)) and endpoints[i].temperature == 0
         with tempfile.TemporaryDirectory(prefix="solver-") as tmp:
             out = await execute(rt.llm, GoalPackage(goal=goal), node=f"{task_id}-{role}", workdir=Path(tmp),
                                 inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox, role=role,
                                 temperature=SOLVER_TEMPERATURE if same else None)
-        r = out.value
+            r = out.value
+            script = (Path(tmp) / r.script).read_text(encoding="utf-8", errors="replace") \
+                if r is not None and r.script and (Path(tmp) / r.script).is_file() else ""
         if r is None or r.status != "completed":
             errors.append(f"solver {role}: {r.error if r else 'no result'}")
             continue
         cards.append(EvidenceCard(solver=role, operations=[r.methodology or "one analysis script"] + r.observations[:4],
-                                  computed_values=r.numbers, conclusions=[r.conclusion]))
+                                  computed_values=r.numbers, conclusions=[r.conclusion],
+                                  files=[n for n in data_files if n in script], methods=syn.methods_in(script)))
     return cards, errors
 
 

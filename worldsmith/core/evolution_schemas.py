@@ -256,6 +256,8 @@ class EvidenceCard(Model):
     operations: list[str] = Field(min_length=1, description="the analysis steps, in order")
     computed_values: dict[str, float] = Field(default_factory=dict)
     conclusions: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list, description="the data files its script read")
+    methods: list[str] = Field(default_factory=list, description="the statistical methods its script called")
 
 
 class RubricCriterion(Model):

@@ -107,6 +107,25 @@ def as_recorded(scripts: list[str]) -> bool:
     return not _DEDUPES.search(code) and not _CONVERTS.search(code)
 
 
+#: statistical methods a script's calls name, as a deliverable would name them (pandas' `.corr(` defaults to Pearson)
+_METHODS: list[tuple[str, re.Pattern[str]]] = [
+    ("Pearson correlation", re.compile(r"\.corr\((?![^)]*method\s*=\s*['\"](?:spearman|kendall))|\bpearsonr\(")),
+    ("Spearman rank correlation", re.compile(r"method\s*=\s*['\"]spearman|\bspearmanr\(")),
+    ("Kendall rank correlation", re.compile(r"method\s*=\s*['\"]kendall|\bkendalltau\(")),
+    ("least-squares linear regression", re.compile(r"\b(?:linregress|polyfit|OLS|ols|LinearRegression|lstsq)\(")),
+    ("t-test", re.compile(r"\bttest_\w+\(")),
+    ("chi-squared test", re.compile(r"\bchi2_contingency\(")),
+    ("Mann-Whitney U test", re.compile(r"\bmannwhitneyu\(")),
+]
+
+
+def methods_in(script: str) -> list[str]:
+    """The statistical methods `script` calls (comments ignored), by name: what an evidence card records as a
+    solver's method, and a rubric may ask a deliverable to name."""
+    code = "\n".join(line.split("#", 1)[0] for line in script.splitlines())
+    return [name for name, pattern in _METHODS if pattern.search(code)]
+
+
 def _table_words(t: TableProfile) -> str:
     where = f"`{DATA}/{t.file}`"
     return f"{where} (table `{t.table}`)" if t.table else where

@@ -286,3 +286,60 @@ def test_a_spec_naming_files_as_the_script_read_them_is_resolved_to_the_tasks_fi
     ambiguous = AnswerFacets.model_validate({**SPEC, "measure": {**SPEC["measure"], "files": ["returns.csv"]}})
     assert resolved(ambiguous, files).measure.files == ["returns.csv"]  # two files by that name: left as written
     assert "is not in the task's data files" in " ".join(spec_problems(ambiguous, "mean", files))
+
+
+def test_the_methods_a_script_calls_are_named_as_a_deliverable_would() -> None:
+    from worldsmith.evolution.synthesis import methods_in
+
+    assert methods_in('r = df["discount_pct"].corr(df["amount"])') == ["Pearson correlation"]
+    assert methods_in("r = df.a.corr(df.b, method='spearman')") == ["Spearman rank correlation"]
+    assert methods_in("r = df.a.corr(df.b, method='pearson')") == ["Pearson correlation"]
+    assert methods_in("from scipy import stats\nfit = stats.linregress(df.x, df.y)\nprint(fit.slope)") == [
+        "least-squares linear regression"]
+    assert methods_in("print(df.amount.mean())  # not a .corr( call") == []
+
+
+# v11's discount-amount report at a222dd8: the draft restated the ground truth's number and little else, and was
+# refused three times for the gt share; both solver scripts read orders_2023.csv and called .corr(
+CORR_TRUTH = "The correlation between discount_pct and amount in the 2023 orders is -0.1950."
+CORR_TASK = "Compute the correlation between `discount_pct` and `amount` in the 2023 orders. Write answer.md."
+CORR_CARDS = [
+    EvidenceCard(solver="teacher", operations=["loaded orders_2023.csv", "correlated the two columns"],
+                 computed_values={"corr": -0.1950231515318033}, conclusions=["a weak negative relation"],
+                 files=["orders_2023.csv"], methods=["Pearson correlation"]),
+    EvidenceCard(solver="agent", operations=["read the orders", "df.corr"],
+                 computed_values={"r": -0.195, "n_orders": 1020.0}, conclusions=["weakly negative"],
+                 files=["crm.xlsx", "orders_2023.csv"], methods=["Pearson correlation", "t-test"])]
+
+
+def test_a_draft_leaning_on_the_ground_truth_is_completed_from_what_both_solvers_share() -> None:
+    from worldsmith.agents.rubric_generator import evidence_criteria
+
+    shared = evidence_criteria(CORR_CARDS, CORR_TRUTH)
+    # the correlation is the truth's (not offered again), n_orders one solver's only, crm.xlsx one script's only
+    assert [(c.id, c.text) for c in shared] == [
+        ("ev_files", "Says which data files its numbers come from: orders_2023.csv"),
+        ("ev_method1", "Names the method it used: Pearson correlation")]
+    assert all(c.provenance == "generated" and c.expected_value is None for c in shared)
+    [value] = evidence_criteria(RETURNS_CARDS, RETURNS_TRUTH)  # the difference both computed, the truth does not state
+    assert (value.text, value.expected_value, value.tolerance) == ("States difference as 4.56603", 4.56603, 0.02)
+    p = RubricProposal.model_validate({"dimensions": ["accuracy", "interpretation", "presentation", "clarity"],
+                                       "criteria": [
+        crit("r", "States the correlation of discount_pct and amount, -0.195", "generated", -0.1950231515318033),
+        crit("dir", "Says that larger discounts go with slightly smaller amounts", dim="interpretation")]})
+    draft, problems, notes = screened(p, instructions="", task=CORR_TASK, ground_truth=CORR_TRUTH, cards=CORR_CARDS)
+    # 1 gt of 2 is 50%: one evidence criterion (1 of 3, 33%) is enough, under a dimension added for it
+    assert problems == [] and [c.id for c in draft.criteria] == ["r", "dir", "ev_files"]
+    assert draft.criteria[0].provenance == "gt" and draft.dimensions[-1] == "method"
+    assert "added ev_files from what both solver runs share" in notes[-1]
+    # a draft already within the share gets nothing added
+    fine = p.model_copy(update={"criteria": p.criteria + [RubricProposal.model_validate({
+        "dimensions": DIMS, "criteria": [crit("cav", "Mentions that repeated orders were kept", dim="clarity")]}
+    ).criteria[0]]})
+    draft, problems, notes = screened(fine, instructions="", task=CORR_TASK, ground_truth=CORR_TRUTH,
+                                      cards=CORR_CARDS)
+    assert problems == [] and [c.id for c in draft.criteria] == ["r", "dir", "cav"]
+    # one solver's evidence alone completes nothing: the draft goes back to the model
+    alone = [CORR_CARDS[0], CORR_CARDS[1].model_copy(update={"files": [], "methods": []})]
+    draft, problems, _ = screened(p, instructions="", task=CORR_TASK, ground_truth=CORR_TRUTH, cards=alone)
+    assert draft is None and "1 of the 2 usable criteria restate the ground truth" in problems[-1]
