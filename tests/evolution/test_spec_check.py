@@ -299,3 +299,33 @@ async def test_a_correlation_whose_measure_names_files_the_script_never_read_is_
     assert out.value.x.variable == "spend" and out.errors[-1].startswith("the last spec was repaired from the data")
     llm.close()
     unregister_script(name)
+
+
+def test_a_window_the_script_never_applied_is_widened_to_the_rows_it_used(tmp_path: Path) -> None:
+    """v11's mean_business: "before 2023-12-31" (the end is exclusive) for a script that kept every order of
+    orders_2023.csv, three of them dated 31 December."""
+    from worldsmith.evolution.spec_check import unwindowed
+
+    (tmp_path / "data").mkdir()
+    orders = pd.DataFrame({"date": ["2023-01-02", "2023-06-30", "2023-12-31", "2023-12-31"],
+                           "basket_size": [1, 2, 6, 7]})
+    orders.to_csv(tmp_path / "data" / "orders_2023.csv", index=False)
+    year = spec(measure={"variable": "basket_size", "description": "basket", "files": ["data/orders_2023.csv"],
+                         "unit": "count"},
+                window={"column": "date", "start": "2023-01-01", "end": "2023-12-31"})
+    script = "import pandas as pd\ndf = pd.read_csv('data/orders_2023.csv')  # the 2023 date range\n" \
+             "print('RESULT mean =', df['basket_size'].mean())"
+    widened = unwindowed(year, script, tmp_path)
+    assert (str(widened.window.start), str(widened.window.end)) == ("2023-01-01", "2024-01-01")
+    assert spec_value(widened, tmp_path)[0] == pytest.approx(orders.basket_size.mean())  # 4.0, as the script
+    assert spec_value(year, tmp_path)[0] == pytest.approx(1.5)  # as it was written: the two December orders out
+    # a script that names the column may filter on it: left as the writer wrote it
+    filtering = script.replace("df = pd.read_csv('data/orders_2023.csv')",
+                               "df = pd.read_csv('data/orders_2023.csv')\ndf = df[df['date'] < '2023-12-31']")
+    assert unwindowed(year, filtering, tmp_path) == year
+    # a window that leaves no row out is kept; a start after the first date moves back to that date
+    whole = spec(measure=year.measure.model_dump(), window={"column": "date", "start": "2023-01-01",
+                                                            "end": "2024-01-01"})
+    assert unwindowed(whole, script, tmp_path) == whole
+    late = spec(measure=year.measure.model_dump(), window={"column": "date", "start": "2023-03-01"})
+    assert unwindowed(late, script, tmp_path).window.start.isoformat() == "2023-01-02"

@@ -15,6 +15,7 @@ from worldsmith.evolution.spec_check import (
     pinned,
     repaired,
     spec_mismatch,
+    unwindowed,
     with_group,
     x_from_script,
 )
@@ -98,5 +99,5 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
     if out.value is not None:
         out.value = resolved(out.value, files)
         if root is not None:
-            out.value = pinned(out.value, root, value)
+            out.value = pinned(unwindowed(out.value, script, root), root, value)
     return out

@@ -35,6 +35,7 @@ from worldsmith.core.claim_numbers import (
     printed_numbers,
     unbacked_numbers,
 )
+from worldsmith.core.code_text import without_comments
 from worldsmith.core.evolution_schemas import (
     Cap3,
     ConditionDependency,
@@ -104,11 +105,6 @@ def unrecorded_issues(result: ExecutionResult) -> list[str]:
     return []
 
 
-def _without_comments(script: str) -> str:
-    """The script with its `#` comments cut (a name or date in a comment is no code that computes on it)."""
-    return "\n".join(line.split("#", 1)[0] for line in script.splitlines())
-
-
 #: a claim about a time grain, and the code that computes on that grain (comments and names do not count)
 _GRAINS = {
     "month": (re.compile(r"\b(?:monthly|per month|by month|each month|every month|month[- ]over[- ]month)\b", re.I),
@@ -127,7 +123,7 @@ _GRAINS = {
 def grain_issues(conclusion: str, script: str) -> list[str]:
     """A claim about months (years, weeks) from a script that never groups or parses by that grain: v4's "monthly
     mean of amount … 67.55 for September 18" came from `groupby('date')`, and its re-run reproduced it."""
-    code = _without_comments(script)
+    code = without_comments(script)
     return [f"the conclusion speaks of a {grain}ly figure, but the script never groups or parses dates by {grain}"
             for grain, (claim, work) in _GRAINS.items() if claim.search(conclusion) and not work.search(code)]
 
@@ -167,7 +163,7 @@ def scope_clause(conclusion: str, script: str) -> str:
     names neither the dates nor a part of the year ('' when nothing is missing). v8's and v9's verified
     "correlation between basket_size and amount in the 2023 orders is 0.8323" came from rows dated 2023-07-01 to
     2023-12-31: a task built on it expects the half-year's number for the whole year's question."""
-    code = _without_comments(script)
+    code = without_comments(script)
     bounds = sorted(_window_bounds(code), key=lambda b: (b[0][0] == "<", b[1]))
     year_edge = {">=": ("01-01",), ">": ("12-31",), "<": ("01-01",), "<=": ("12-31",)}
     partial = [d for op, d in bounds if d[5:] not in year_edge[op]]
@@ -193,7 +189,7 @@ def unread_columns(conclusion: str, script: str, inputs: list[Path]) -> list[str
     findings of v8-v10 no column is named that its script did not use."""
     from worldsmith.agents.analyst import mounted_profile
 
-    code = _without_comments(script)
+    code = without_comments(script)
     read = set(files_read(script, inputs))
     if not read:
         return []

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from worldsmith.core.answer_spec import AnswerFacets, Filter, Measure, Window, is_data_file
+from worldsmith.core.code_text import without_comments
 from worldsmith.tools.files.errors import FileReadError
 from worldsmith.tools.files.readers import read_table
 
@@ -367,6 +368,37 @@ def _method_named(facets: AnswerFacets) -> str:
     method = (f"Pearson's r of `{y}` and `{x}`" if facets.quantity == "correlation" else
               f"the least-squares slope of `{y}` on `{x}`")
     return f"{facets.aggregation.rstrip('.')} ({method} over the rows where both are recorded)"
+
+
+def unwindowed(facets: AnswerFacets, script: str, root: Path) -> AnswerFacets:
+    """A time window the script never applied, widened to every row of the measure's file it leaves out. v11's
+    `mean_business` spec read "rows whose `date` is on or after 2023-01-01 and before 2023-12-31" for a script
+    that kept the whole of orders_2023.csv: the 3 orders of 31 December moved the mean from 3.20 to 3.19. The
+    window's end is exclusive, and the writer meant the year's last day included. Unchanged when the script
+    names the window's column (it may filter by it) or the window leaves no row out."""
+    w = facets.window
+    if w is None or w.all_dates or not w.column or not (w.start or w.end) \
+            or re.search(rf"(?<![\w.]){re.escape(w.column)}(?!\w)", without_comments(script)):
+        return facets
+    dates = []
+    for f in facets.measure.files:
+        try:
+            df = _table(root, f)
+        except (OSError, ValueError, KeyError, FileReadError):
+            continue
+        if w.column in df.columns:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                dates.append(pd.to_datetime(df[w.column], errors="coerce", format="mixed").dropna())
+    seen = pd.concat(dates) if dates else pd.Series(dtype="datetime64[ns]")
+    if seen.empty:
+        return facets
+    first, last = seen.min().date(), seen.max().date()
+    start = first if w.start is not None and first < w.start else w.start
+    end = last + dt.timedelta(days=1) if w.end is not None and last >= w.end else w.end
+    if (start, end) == (w.start, w.end):
+        return facets
+    return facets.model_copy(update={"window": w.model_copy(update={"start": start, "end": end})})
 
 
 def recorded_population(population: str) -> str:

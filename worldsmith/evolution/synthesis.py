@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from worldsmith.core.claim_numbers import RESULT_PATTERN
+from worldsmith.core.code_text import without_comments
 from worldsmith.core.evolution_schemas import NodeRun, RubricCriterion, RubricValidation
 from worldsmith.core.schemas import Criterion, Rubric, RubricSection, Tolerance
 from worldsmith.core.store import atomic_write_bytes
@@ -102,7 +103,7 @@ def as_recorded(scripts: list[str]) -> bool:
     converted by a factor of 100 or 1,000), the reading a report task's rubric numbers then assume. A blind solve of
     embedded run v9's report found the other one: its memo says a repeated order id counts once, and dropping the
     20 repeats moved the correlation from -0.1950 to -0.2062, outside the rubric's 2%."""
-    code = "\n".join(line.split("#", 1)[0] for script in scripts for line in script.splitlines())
+    code = "\n".join(without_comments(script) for script in scripts)
     code = _JOIN_KEY_DEDUPE.sub("", code)  # the join code's own one-row-per-key lookup, not a record dropped
     return not _DEDUPES.search(code) and not _CONVERTS.search(code)
 
@@ -122,7 +123,7 @@ _METHODS: list[tuple[str, re.Pattern[str]]] = [
 def methods_in(script: str) -> list[str]:
     """The statistical methods `script` calls (comments ignored), by name: what an evidence card records as a
     solver's method, and a rubric may ask a deliverable to name."""
-    code = "\n".join(line.split("#", 1)[0] for line in script.splitlines())
+    code = without_comments(script)
     return [name for name, pattern in _METHODS if pattern.search(code)]
 
 
