@@ -161,6 +161,15 @@ def test_a_value_named_for_a_group_of_a_linked_table_needs_that_groups_filter(tm
     # a name whose suffix is no group's value, or one the filters already keep, asks for nothing
     assert named_group(open_spec, tmp_path, "mean_basket", files) is None
     assert named_group(fixed, tmp_path, "mean_business", files) is None
+    # v11's mean_discount_pct_E, filed as a difference with no sides three times: with its group's filter on the
+    # linked table, it is no longer computable here, and its name still says it is a plain mean
+    from worldsmith.evolution.spec_check import repaired
+
+    slipped = with_group(open_spec.model_copy(update={"quantity": "difference"}), tmp_path, "mean_business", files)
+    assert spec_problems(slipped, "mean_business", files, root=tmp_path, value=5.0) != []
+    plain = repaired(slipped, tmp_path, "mean_business", 5.0)
+    assert plain is not None and plain.quantity == "mean" and plain.filters == fixed.filters
+    assert spec_problems(plain, "mean_business", files, root=tmp_path, value=5.0) == []
 
 
 def test_a_correlation_with_a_linked_tables_column_takes_its_x_from_the_script(tmp_path: Path) -> None:

@@ -118,6 +118,20 @@ def test_a_report_computed_over_the_rows_as_recorded_says_so() -> None:
     assert "as recorded" not in tagged  # a closed form's answer block pins its own population
 
 
+def test_a_report_names_the_method_its_target_script_used() -> None:
+    """v11's discount-amount report said "the correlation"; its script called `.corr(` (Pearson's r, -0.1950), and
+    a blind solve with Spearman's rho got -0.2126, outside the rubric's 2%."""
+    from worldsmith.evolution.synthesis import methods_in
+
+    script = "import pandas as pd\ndf = pd.read_csv('data/orders.csv')\nprint(df.discount.corr(df.amount))"
+    text = instruction("Compute the correlation between discount and amount.", [], "markdown",
+                       methods=methods_in(script))
+    assert "Where the question asks for a correlation, a regression or a test, use this method: Pearson " \
+           "correlation." in text and text.index("Pearson") < text.index("answer.md")
+    plain = instruction("Compute the mean amount.", [], "markdown", methods=methods_in("print(df.amount.mean())"))
+    assert "use this method" not in plain  # a mean has no method to name
+
+
 def test_deliverables_alternate_closed_form_and_reports() -> None:
     nums = {"x": 1.0}
     assert [choose_deliverable(i, nums) for i in range(6)] == ["answer_tags", "markdown", "answer_tags", "json",

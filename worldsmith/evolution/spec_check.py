@@ -259,13 +259,15 @@ _PLAIN_NAMES = (("mean", re.compile(r"^(mean|avg|average)(_|$)", re.IGNORECASE))
 def _plain(facets: AnswerFacets, name: str, root: Path, printed: float) -> AnswerFacets | None:
     """A "difference" with no comparison whose name says it is a plain mean or count (v10's writer filed
     `mean_discount_pct` as a difference three times), as that quantity, when it then computes the printed
-    number; else None."""
+    number or cannot be computed here (a filter on a linked table's column: v11's `mean_discount_pct_E`, the
+    region a column of crm.xlsx, was filed as a difference three times and its task lost); else None."""
     if facets.quantity != "difference" or facets.comparison is not None:
         return None
     for quantity, pattern in _PLAIN_NAMES:
         if pattern.match(name):
             candidate = facets.model_copy(update={"quantity": quantity})
-            if spec_value(candidate, root)[0] is not None and not spec_mismatch(candidate, root, printed):
+            value, problems = spec_value(candidate, root)
+            if not problems and (value is None or not spec_mismatch(candidate, root, printed)):
                 return candidate
     return None
 
