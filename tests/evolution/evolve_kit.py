@@ -105,7 +105,8 @@ class Player:
             return self.analyst(req)
         if "grade a data-analysis deliverable" in system:
             ids = re.findall(r'\{"id": "([^"]+)"', user)
-            return {"verdicts": [{"id": i, "met": True, "evidence": "stated"} for i in ids]}
+            shown = user.split("## Deliverable\n", 1)[-1].strip().splitlines()[0][:60]
+            return {"verdicts": [{"id": i, "met": True, "evidence": f'"{shown}"'} for i in ids]}
         raise AssertionError(f"no scripted answer for: {system[:80]}")
 
     def direct(self, text: str) -> Any:

@@ -16,17 +16,22 @@ from worldsmith.training.judge import MAX_RESPONSE_CHARS, JudgeVerdicts
 class StubJudge:
     """Has the LLM layer's `structured` / `astructured` signature; answers from a fixed table."""
 
-    def __init__(self, verdicts: dict[str, bool] | None = None, fail: Exception | None = None):
+    def __init__(self, verdicts: dict[str, bool] | None = None, fail: Exception | None = None,
+                 evidence: dict[str, str] | None = None):
         self.verdicts = verdicts or {}
         self.fail = fail
+        self.evidence = evidence or {}  # by id; else a "met" quotes the deliverable's first line, as a judge should
         self.calls: list[tuple[list[dict], type[BaseModel], str]] = []
 
     def _answer(self, messages: list[dict], schema: type[BaseModel], role: str) -> BaseModel:
         self.calls.append((messages, schema, role))
         if self.fail is not None:
             raise self.fail
-        return schema.model_validate({"verdicts": [{"id": i, "met": m, "evidence": f"stub says {m}"}
-                                                   for i, m in self.verdicts.items()]})
+        shown = messages[-1]["content"].split("## Deliverable\n", 1)[-1].split("\n\n## Criteria", 1)[0]
+        quote = f'"{shown.strip().splitlines()[0][:60]}"'
+        return schema.model_validate({"verdicts": [
+            {"id": i, "met": m, "evidence": self.evidence.get(i, quote if m else "not stated")}
+            for i, m in self.verdicts.items()]})
 
     def structured(self, messages: list[dict], schema: type[BaseModel], role: str = "default") -> BaseModel:
         return self._answer(messages, schema, role)
@@ -79,6 +84,25 @@ def test_deterministic_items_and_stub_judge_combine_with_weights_and_penalties()
     assert len(judge.calls) == 1                                   # one batched call
     assert judge.asked_ids() == ["fare_class_link", "uses_missing_age"]  # only the non-deterministic items
     assert judge.calls[0][1] is JudgeVerdicts and judge.calls[0][2] == "judge"
+
+
+def test_a_met_whose_evidence_is_not_in_the_deliverable_is_not_met() -> None:
+    """v11 re-synthesis: the 1.5B judge gave a criterion's own words as the evidence that an answer naming no file
+    "says which data files its numbers come from", and the teacher trajectory was kept for training."""
+    from worldsmith.core.rubric_grading import evidence_in_text
+
+    judge = StubJudge({"fare_class_link": True, "uses_missing_age": True}, evidence={
+        "fare_class_link": "Fares rise steadily with passenger class.",   # the response's own sentence
+        "uses_missing_age": "computes statistics on rows with missing age"})  # the criterion, not the response
+    by_id = {d["id"]: d for d in grade_rubric(RUBRIC, RESPONSE, llm=judge).details}
+    assert by_id["fare_class_link"]["met"] is True
+    assert by_id["uses_missing_age"]["met"] is False
+    assert by_id["uses_missing_age"]["evidence"].startswith("the judge's evidence is not in the deliverable")
+    assert evidence_in_text("the table says 'Premium | 12.5%' for the plan", RESPONSE)  # a quoted fragment
+    assert evidence_in_text("fares rise with passenger class", RESPONSE)  # most of its words are there
+    assert not evidence_in_text("Says which data files its numbers come from: orders_2023.csv",
+                                "The correlation between discount_pct and amount in the 2023 orders is -0.195.")
+    assert not evidence_in_text("", RESPONSE)
 
 
 def test_without_a_judge_non_deterministic_items_are_ungraded_and_excluded() -> None:

@@ -297,14 +297,35 @@ def deterministic_pass(criteria: Sequence[Criterion], text: str,
     return details, pending
 
 
+_QUOTED = re.compile(r"[\"'`\u201c\u201d\u2018\u2019]([^\"'`\u201c\u201d\u2018\u2019]{3,})[\"'`\u201c\u201d\u2018\u2019]")
+
+
+def evidence_in_text(evidence: str, text: str) -> bool:
+    """Whether a judge's evidence comes from the deliverable: a quoted fragment of it occurs there, or at least
+    half of its words of 4+ letters do. A 1.5B judge gave the criterion's own words as the evidence ("Says which
+    data files its numbers come from: orders_2023.csv") for an answer that named no file, and the trajectory was
+    kept for training."""
+    flat = " ".join(text.lower().split())
+    if any(" ".join(q.lower().split()) in flat for q in _QUOTED.findall(evidence)):
+        return True
+    words = {w for w in _WORD_RE.findall(evidence.lower()) if len(w) >= 4}
+    return bool(words) and len(words & set(_WORD_RE.findall(text.lower()))) >= 0.5 * len(words)
+
+
 def apply_verdicts(details: dict[str, dict[str, Any]], pending: Sequence[Criterion],
-                   verdicts: Mapping[str, Mapping[str, Any]] | None, reason: str) -> None:
+                   verdicts: Mapping[str, Mapping[str, Any]] | None, reason: str, text: str) -> None:
+    """The judge's verdicts on the `pending` criteria. A "met" whose evidence is not in the deliverable `text`
+    (`evidence_in_text`) is not met: the judge found nothing there to quote."""
     for c in pending:
         v = (verdicts or {}).get(c["id"])
         if v is None:
             details[c["id"]] = detail(c, None, "ungraded", reason if verdicts is None else "the judge returned no verdict")
+            continue
+        evidence = str(v.get("evidence", ""))
+        if v["met"] and not evidence_in_text(evidence, text):
+            details[c["id"]] = detail(c, False, "judge", f"the judge's evidence is not in the deliverable: {evidence}")
         else:
-            details[c["id"]] = detail(c, bool(v["met"]), "judge", str(v.get("evidence", "")))
+            details[c["id"]] = detail(c, bool(v["met"]), "judge", evidence)
 
 
 def finish(criteria: Sequence[Criterion], details: Mapping[str, dict[str, Any]], notes: Sequence[str] = (),
@@ -342,7 +363,7 @@ def grade_rubric(criteria: Sequence[Criterion], text: str, *, judge: Judge | Non
         except JudgeError as exc:
             reason = f"judge failed: {exc}"
             notes.append(reason)
-    apply_verdicts(details, pending, verdicts, reason)
+    apply_verdicts(details, pending, verdicts, reason, text)
     return finish(criteria, details, notes, pass_threshold)
 
 

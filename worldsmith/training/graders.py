@@ -108,7 +108,7 @@ async def agrade_rubric(task_or_rubric: Task | Rubric, response_text: str, llm: 
         except _judge_errors() as exc:
             failure = exc
     reason = "no LLM judge given" if failure is None else f"judge failed: {type(failure).__name__}: {failure}"
-    rg.apply_verdicts(details, pending, verdicts, reason)
+    rg.apply_verdicts(details, pending, verdicts, reason, text)
     result = rg.finish(criteria, details, [reason] if failure is not None else [], pass_threshold)
     return Grade(grader="rubric", score=result["score"], passed=result["passed"], details=result["items"],
                  note=result["note"])
