@@ -103,6 +103,13 @@ def test_a_met_whose_evidence_is_not_in_the_deliverable_is_not_met() -> None:
     assert not evidence_in_text("Says which data files its numbers come from: orders_2023.csv",
                                 "The correlation between discount_pct and amount in the 2023 orders is -0.195.")
     assert not evidence_in_text("", RESPONSE)
+    # the v11 case: the criterion's own words, whose backticked column names the answer also writes
+    answer = "The correlation between `discount_pct` and `amount` in the 2023 orders is -0.19502315153180333."
+    restated = {"observable": "The script loaded the `orders_2023.csv` file, computed the correlation between "
+                              "`discount_pct` and `amount`, and printed the result."}
+    assert not evidence_in_text(restated["observable"], answer, restated)
+    assert evidence_in_text("in the 2023 orders is -0.195", answer.replace("-0.19502315153180333", "-0.195"),
+                            restated)
 
 
 def test_without_a_judge_non_deterministic_items_are_ungraded_and_excluded() -> None:

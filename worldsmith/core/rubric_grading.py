@@ -300,13 +300,23 @@ def deterministic_pass(criteria: Sequence[Criterion], text: str,
 _QUOTED = re.compile(r"[\"'`\u201c\u201d\u2018\u2019]([^\"'`\u201c\u201d\u2018\u2019]{3,})[\"'`\u201c\u201d\u2018\u2019]")
 
 
-def evidence_in_text(evidence: str, text: str) -> bool:
-    """Whether a judge's evidence comes from the deliverable: a quoted fragment of it occurs there, or at least
-    half of its words of 4+ letters do. A 1.5B judge gave the criterion's own words as the evidence ("Says which
-    data files its numbers come from: orders_2023.csv") for an answer that named no file, and the trajectory was
-    kept for training."""
-    flat = " ".join(text.lower().split())
-    if any(" ".join(q.lower().split()) in flat for q in _QUOTED.findall(evidence)):
+def _flat(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def evidence_in_text(evidence: str, text: str, criterion: Criterion | None = None) -> bool:
+    """Whether a judge's evidence comes from the deliverable: it occurs there whole, or a quoted phrase of it does
+    (12+ characters with a space: a column name in backticks is in the criterion and the answer alike), or at
+    least half of its words of 4+ letters do — unless it is the criterion's own text. A 1.5B judge gave the
+    criterion's words as the evidence ("Says which data files its numbers come from: orders_2023.csv") for an
+    answer that named no file, and the trajectory was kept for training."""
+    flat, said = _flat(text), _flat(evidence).strip(" .\"'`\u201c\u201d")
+    if said and said in flat:
+        return True
+    if criterion is not None and said in {_flat(str(criterion.get(k) or "")).strip(" .")
+                                          for k in ("observable", "satisfy")}:
+        return False
+    if any(len(q) >= 12 and " " in q.strip() and _flat(q) in flat for q in _QUOTED.findall(evidence)):
         return True
     words = {w for w in _WORD_RE.findall(evidence.lower()) if len(w) >= 4}
     return bool(words) and len(words & set(_WORD_RE.findall(text.lower()))) >= 0.5 * len(words)
@@ -322,7 +332,7 @@ def apply_verdicts(details: dict[str, dict[str, Any]], pending: Sequence[Criteri
             details[c["id"]] = detail(c, None, "ungraded", reason if verdicts is None else "the judge returned no verdict")
             continue
         evidence = str(v.get("evidence", ""))
-        if v["met"] and not evidence_in_text(evidence, text):
+        if v["met"] and not evidence_in_text(evidence, text, c):
             details[c["id"]] = detail(c, False, "judge", f"the judge's evidence is not in the deliverable: {evidence}")
         else:
             details[c["id"]] = detail(c, bool(v["met"]), "judge", evidence)
