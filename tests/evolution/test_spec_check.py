@@ -338,3 +338,16 @@ def test_a_window_the_script_never_applied_is_widened_to_the_rows_it_used(tmp_pa
     assert unwindowed(whole, script, tmp_path) == whole
     late = spec(measure=year.measure.model_dump(), window={"column": "date", "start": "2023-03-01"})
     assert unwindowed(late, script, tmp_path).window.start.isoformat() == "2023-01-02"
+
+
+def test_the_measure_is_recorded_only_in_the_files_that_hold_it(tmp_path: Path) -> None:
+    from worldsmith.evolution.spec_check import holders
+
+    (tmp_path / "data").mkdir()
+    pd.DataFrame({"acct_ref": ["C-1"], "basket_size": [3]}).to_csv(tmp_path / "data" / "orders.csv", index=False)
+    pd.DataFrame({"customer_id": ["c1"], "segment": ["business"]}).to_csv(tmp_path / "data" / "crm.csv", index=False)
+    both = spec(measure={"variable": "basket_size", "description": "basket", "unit": "count",
+                         "files": ["data/orders.csv", "data/crm.csv"]})
+    assert holders(both, tmp_path).measure.files == ["data/orders.csv"]
+    nowhere = spec(measure={**both.measure.model_dump(), "variable": "amount"})
+    assert holders(nowhere, tmp_path) == nowhere  # no file holds it: left for the lint to name

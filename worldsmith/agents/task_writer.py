@@ -12,6 +12,7 @@ from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.core.answer_spec import AnswerFacets, lint_answer_spec
 from worldsmith.evolution.spec_check import (
     group_problems,
+    holders,
     pinned,
     repaired,
     spec_mismatch,
@@ -99,5 +100,5 @@ async def write_answer_spec(llm: Any, *, goal: str, script: str, name: str, valu
     if out.value is not None:
         out.value = resolved(out.value, files)
         if root is not None:
-            out.value = pinned(unwindowed(out.value, script, root), root, value)
+            out.value = pinned(unwindowed(holders(out.value, root), script, root), root, value)
     return out

@@ -403,6 +403,18 @@ def unwindowed(facets: AnswerFacets, script: str, root: Path) -> AnswerFacets:
     return facets.model_copy(update={"window": w.model_copy(update={"start": start, "end": end})})
 
 
+def holders(facets: AnswerFacets, root: Path) -> AnswerFacets:
+    """The measure's files cut to the ones whose table holds its variable, when one does: v11's `mean_business`
+    listed orders_2023.csv and crm.xlsx as where `basket_size` is recorded, and crm.xlsx has no such column (the
+    segment it filters by is crm's, and `other_columns` says so)."""
+    files = facets.measure.files
+    tables = _data_tables(root, files)
+    have = [f for f in files if f in tables and facets.measure.variable in tables[f].columns]
+    if not have or len(have) == len(files):
+        return facets
+    return facets.model_copy(update={"measure": facets.measure.model_copy(update={"files": have})})
+
+
 def recorded_population(population: str) -> str:
     """The population with "every row as recorded" said (once)."""
     if AS_RECORDED in population:
