@@ -63,6 +63,11 @@ def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: lis
     return problems
 
 
+#: completion budget: a goal package runs ~150 tokens (the longest of 41 cached 1.5B replies that ended on their
+#: own: 279), and 4 of 45 ran on to the default 1,024 (one proposal of embedded run v11 took 485 s that way)
+MAX_TOKENS = 512
+
+
 async def propose(llm: Any, direction: Direction | Composition, findings: list[Finding],
                   workspace: WorkspaceProfile, *, role: str = "teacher", retries: int = 2,
                   inherited: str = "") -> Outcome[GoalPackage]:
@@ -84,7 +89,7 @@ async def propose(llm: Any, direction: Direction | Composition, findings: list[F
     files = [a.path for a in workspace.artifacts]
     out = await ask(llm, messages, GoalPackage, role=role, templates=versions(TEMPLATE),
                     check=lambda g: goal_problems(g, usable, required, question=question, files=files,
-                                                  inherited=inherited), retries=retries)
+                                                  inherited=inherited), retries=retries, max_tokens=MAX_TOKENS)
     if out.value is None and out.calls:
         # every reply refused: the question itself, when it passes the same rules, is the goal (it names its
         # files; the 1.5B proposer widened it on every retry and two such rounds ended a run)

@@ -25,6 +25,7 @@ async def test_goal_package_happy_path(scripted_llm) -> None:
     assert out.ok and out.value.depends_on == ["f1"]
     prompt = script.requests[0].text
     assert "- f1: South sells 70.0 in total." in prompt and "f9" not in prompt  # unverified findings never shown
+    assert script.requests[0].max_tokens == 512  # a runaway reply stops at half the default 1,024
 
 
 async def test_dangling_references_unknown_findings_and_invented_numbers_are_sent_back(scripted_llm) -> None:
