@@ -135,11 +135,11 @@ def test_file_notes_are_the_list_items_of_the_documents_naming_the_file(tmp_path
     assert file_notes([room / "orders.csv", room / "README.md"], ["orders.csv"]) == []  # no memo mounted
 
 
-def test_a_question_over_two_linked_tables_gets_their_join_as_a_first_cell(tmp_path: Path) -> None:
+def test_a_question_over_two_linked_tables_gets_their_join_run_before_its_first_cell(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from worldsmith.agents.analyst import PRELUDE, opening_turn
+    from worldsmith.agents.analyst import PRELUDE, opening, opening_turn
 
     room = tmp_path / "room"
     room.mkdir()
@@ -152,9 +152,12 @@ def test_a_question_over_two_linked_tables_gets_their_join_as_a_first_cell(tmp_p
     files = [str(p) for p in sorted(room.iterdir())]
     question = ("Mean `score` in `data/exams.csv` by `school_type` (in `data/schools.json`): independent minus state. "
                 "Answer as @gap[value].")
-    turn = opening_turn(question, files, 1300, ["gap"])
-    assert "# Joining the two tables" in turn and turn.index("# Task") < turn.index("# Joining")
+    opened = opening(question, files, 1300, ["gap"])
+    turn = opened.turn
+    assert "# The two tables, joined" in turn and turn.index("# Task") < turn.index("# The two tables")
+    assert "has already run in your\nsession" in turn
     code = turn.split("```python\n", 1)[1].split("```", 1)[0]
+    assert code.strip() == opened.setup.strip()  # what the turn shows is what the session runs
     # the cell is what the model's session lacks: no import (the prelude ran them) and no comment
     assert not [line for line in code.splitlines() if line.startswith(("import ", "from ", "#"))], code
     # the shown cell, run as the model would run it (after the session's prelude), joins as plain pandas does by
@@ -169,4 +172,4 @@ def test_a_question_over_two_linked_tables_gets_their_join_as_a_first_cell(tmp_p
     assert "joined: 30 of 30 rows of exams.csv matched a row of schools.json" in out.stdout
     assert float(out.stdout.strip().splitlines()[-1]) == round(gap, 6)
     one = opening_turn("Mean `score` in `data/exams.csv`. Answer as @m[value].", files, 1300, ["m"])
-    assert "Joining" not in one  # one table: no join
+    assert "joined" not in one and opening("Mean `score` in `data/exams.csv`.", files, 1300, ["m"]).setup == ""

@@ -442,3 +442,35 @@ async def test_a_conversation_that_outgrows_the_context_ends_on_record(scripted,
     assert traj["status"] == "context_full" and "8297" in traj["error"] and traj["final_answer"] is None
     assert len(traj["steps"]) == 1 and traj["steps"][0]["execution"]["ok"]  # the first turn is kept as it ran
     assert any(e.get("type") == "feedback" and "context" in e.get("text", "") for e in events)
+
+
+async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scripted, tmp_path: Path) -> None:
+    """The 1.5B model, shown the join as a cell to copy, copied it and ran on past the turn's budget; now the
+    session runs it and the model starts from `df`. RL rows carry the same setup for their rollouts."""
+    from worldsmith.core.schemas import AnswerSpec, Provenance, Task, Tolerance
+    from worldsmith.core.taskpkg import workspace_ref
+    from worldsmith.graphs.solve import task_files
+    from worldsmith.training.rl_data import rl_rows
+
+    folder = tmp_path / "room"
+    folder.mkdir()
+    # by hand: two visits of each patient P-00001..P-00006, bp 141..146 and 10 more; enrolment PAT_1..PAT_6,
+    # treated = odd ids: the treated visits' bp are 141, 143, 145, 151, 153, 155, mean 148
+    (folder / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{140 + i + r}\n" for r in (0, 10)
+                                                                   for i in range(1, 7)))
+    (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
+    question = ("Mean `bp` in `visits.csv` of the patients `treated` in `enrol.csv`. Answer as @mean_bp[value].")
+    task = Task(id="t", kind="closed_form", instruction=question, workspace=workspace_ref(folder),
+                answers=[AnswerSpec(name="mean_bp", value=148.0, tolerance=Tolerance(abs=0.01))],
+                provenance=Provenance(source="manual"))
+    script, make_rt = scripted
+    script.queue("<think>df is the join</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>",
+                 "<think>done</think><answer>@mean_bp[148.0]</answer>")
+    final, _ = await _run(make_rt(), question, task_files(task))
+    traj = final["trajectory"]
+    assert "has already run in your\nsession" in traj["user_prompt"]
+    assert traj["steps"][0]["observation"].startswith("148.0")  # with no join of its own
+    assert traj["status"] == "answered" and not traj["guards"]  # the setup's read counts as evidence
+    assert traj["metadata"]["setup"] and traj["metadata"]["setup"] in traj["user_prompt"]
+    [row], _ = rl_rows([task])
+    assert row["setup"] == traj["metadata"]["setup"] and row["prompt"][-1]["content"] == traj["user_prompt"]

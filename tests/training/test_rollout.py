@@ -139,3 +139,17 @@ def test_a_right_answer_no_cell_backs_earns_nothing(env, sales_csv: Path) -> Non
     scores = rollout_reward(datamind_reward)(["A", "B", "C"], ["", "", ""], rollout_messages=out["rollout_messages"],
                                              unsupported=out["unsupported"], answers=answers, answer_tokens=[10] * 3)
     assert scores == [0.0, 0.0, 1.0]  # all three answers are right; only the backed one pays
+
+
+def test_a_setup_runs_before_the_first_cell_and_counts_as_reading_the_data(env, sales_csv: Path) -> None:  # noqa: ANN001
+    """A task turn that says the join has run (agents/analyst.Opening.setup): the rollout's session runs it, as
+    inference does, so a first cell that starts from `df` works and an answer after it is backed by the data."""
+    tok, e = env
+    setup = "df = pd.read_csv('sales.csv')" if e.config.prelude else "import pandas as pd\ndf = pd.read_csv('sales.csv')"
+    from_df = "<think>\ndf is loaded\n</think>\n<code>\nprint(len(df))\n</code>"
+    gen = _scripted(tok, [[from_df, ANSWER_TURN], [from_df, ANSWER_TURN]])
+    with_setup, without = e.run([_prompt("A"), _prompt("B")], [[sales_csv]] * 2, gen, 4096, [["rows"]] * 2,
+                                [setup, ""])
+    assert with_setup.executed[0].ok and with_setup.executed[0].observation.startswith("3")  # 3 rows, by hand
+    assert with_setup.unsupported is None
+    assert not without.executed[0].ok and without.unsupported == "no_evidence: every code cell failed"

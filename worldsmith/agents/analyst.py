@@ -99,11 +99,30 @@ def mounted_profile(files: list[str], only: Collection[str] = ()) -> Any:
 MAX_BUDGET_SCALE = 1.6
 
 
-def opening_turn(question: str, files: list[str], profile_chars: int, names: list[str], hints: str = "") -> str:
-    """The task turn that opens a question: the file list, the question, the notes placing its names, the hints
-    and the answer format. The analyst graph and RL rollouts (training/rl_data.py) both open with it."""
+@dataclass(frozen=True)
+class Opening:
+    """The task turn that opens a question, and `setup`: code the session runs after the prelude and before the
+    model's first cell ('' when none) — the join of the two tables the question names. Shown as a cell to copy,
+    the 1.5B model copied it and ran on in the same cell past the turn's token budget (4 of 14 join questions of
+    generated-v1's several-files stratum at 4e12a29, and again at 5a930c0); run for it, `df` is there and the
+    model's first cell is its own analysis."""
+
+    turn: str
+    setup: str = ""
+
+
+def opening(question: str, files: list[str], profile_chars: int, names: list[str], hints: str = "") -> Opening:
+    """The task turn that opens a question: the file list, the question, the notes placing its names, the join
+    that has run, the hints and the answer format. The analyst graph and RL rollouts (training/rl_data.py,
+    training/rollout.py) both open with it and run its `setup` in the session."""
     profile, notes, join = _task_files(files, profile_chars, question)
-    return user_prompt(question, profile, names, hints, notes, join.code(cell=True) if join is not None else "")
+    setup = join.code(cell=True) if join is not None else ""
+    return Opening(user_prompt(question, profile, names, hints, notes, setup), setup)
+
+
+def opening_turn(question: str, files: list[str], profile_chars: int, names: list[str], hints: str = "") -> str:
+    """`opening(...).turn`."""
+    return opening(question, files, profile_chars, names, hints).turn
 
 
 def few_shot_messages() -> list[dict[str, str]]:
@@ -143,7 +162,7 @@ def user_prompt(question: str, profile_text: str, names: list[str], hints: str =
     share the whole prompt up to the question, which the model's prefix cache reuses. `notes`: where the
     question's names are in the files (`task_files`); `join`: code joining the two tables the question names
     (written from their profiles: each table's load call, the key made alike on both sides, a many-to-one merge
-    into `df`). In the several-files stratum of generated-v1, 17 of 27 answers came after no cell that touched
+    into `df`), which the session has run (`Opening.setup`). In the several-files stratum of generated-v1, 17 of 27 answers came after no cell that touched
     the data had run; the executor, given the same code, verified the first cross-table finding."""
     t = template(USER_TEMPLATE)
     parts = [t.section("files", profile=profile_text.strip())] if profile_text else []

@@ -434,8 +434,10 @@ def feedback(finding: Finding, names: Sequence[str]) -> str:
     return template(FEEDBACK_TEMPLATE).section(f"guard {finding.kind}", detail=finding.detail, tags=tags)
 
 
-def cells(steps: Sequence[dict[str, Any]]) -> list[Cell]:
-    """The executed code cells among recorded steps (Step dicts)."""
-    return [Cell(code=s["action"]["content"], ok=bool((s.get("execution") or {}).get("ok")),
-                 observation=s.get("observation") or "")
-            for s in steps if (s.get("action") or {}).get("kind") == "code" and s.get("execution") is not None]
+def cells(steps: Sequence[dict[str, Any]], setup: str = "") -> list[Cell]:
+    """The executed code cells among recorded steps (Step dicts), after `setup` (code the session ran before the
+    model's first cell, without an error: the join that makes `df` reads the data)."""
+    first = [Cell(code=setup, ok=True, observation="")] if setup else []
+    return first + [Cell(code=s["action"]["content"], ok=bool((s.get("execution") or {}).get("ok")),
+                         observation=s.get("observation") or "")
+                    for s in steps if (s.get("action") or {}).get("kind") == "code" and s.get("execution") is not None]

@@ -58,6 +58,8 @@ class AnalystState(AnalystInput, total=False):
     q_first_call: int
     q_first_message: int
     user_prompt: str
+    setup: str  # code the session ran after the prelude, before the model's first cell (agents/analyst.Opening)
+    setup_ok: bool  # it ran without an error (then it counts as a cell that read the data)
     max_turns: int
     turn: int
     retries_left: int
@@ -87,9 +89,10 @@ async def prepare(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         raise ValueError("the analyst needs a non-empty question")
     thread_id = (get_config().get("configurable") or {}).get("thread_id")
     session_id = state.get("session_id") or thread_id or uuid.uuid4().hex
-    new, user_prompt = await asyncio.to_thread(_opening, state, _names(state), cfg.profile_chars)
+    new, user_prompt, setup = await asyncio.to_thread(_opening, state, _names(state), cfg.profile_chars)
     emit({"type": "status", "text": "thinking"})
-    return {"messages": new, "session_id": session_id, "turn": 0, "max_turns": cfg.max_turns,
+    first = {"setup": setup} if not state.get("messages") else {}  # a thread's later questions keep its first's
+    return {**first, "messages": new, "session_id": session_id, "turn": 0, "max_turns": cfg.max_turns,
             "retries_left": cfg.format_retries, "status": "running", "final_answer": None, "graded_answer": None,
             "postprocessed": [], "error": None, "pending": None, "trajectory": None,
             "q_first_step": len(state.get("steps", [])), "q_first_call": len(state.get("calls", [])),
@@ -212,6 +215,11 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
     sb, fresh = await rt.sessions.get(state["session_id"], state.get("files", []), state.get("workspace"))
     if fresh:
         await sb.run(agent.PRELUDE)
+    ran_setup: dict[str, Any] = {}
+    if state.get("setup") and (fresh or not any(s.get("execution") for s in state.get("steps", []))):
+        # the join the task turn says has run: before the thread's first cell
+        ran_setup["setup_ok"] = (await sb.run(state["setup"])).ok
+    if fresh:
         await _replay(sb, state.get("steps", []))
     result = await sb.run(code, timeout=cfg.cell_timeout_s)
     suspect = (result.error is not None or agent.empty_merge(code, result.stdout or "")
@@ -240,7 +248,7 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         timed_out=result.timed_out, truncated=result.truncated, files_changed=list(result.files_changed)).model_dump())
     step = Step(**pending)
     templates = (agent.FEEDBACK_TEMPLATE,) if nudged else ()
-    update = {"steps": [step.model_dump(mode="json")], "pending": None,
+    update = {"steps": [step.model_dump(mode="json")], "pending": None, **ran_setup,
               "messages": [_msg("interpreter", render_observation(observation), "interpreter", *templates)]}
     if profiled:
         update["data_facts"] = profiled  # kept: the next failing cell and the answer's guards reuse the profile
@@ -265,7 +273,8 @@ async def check(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str
     facts = await _data_facts(state, question, names)
     if facts is not None:
         update["data_facts"] = facts
-    findings = guards.check_answer(answer, question, names, guards.cells(state.get("steps", [])),
+    setup = state.get("setup", "") if state.get("setup_ok") else ""
+    findings = guards.check_answer(answer, question, names, guards.cells(state.get("steps", []), setup),
                                    state.get("files", []), guards.DataFacts.from_state(facts) if facts else None)
     problems = agent.answer_problems(answer, question, names)
     can_reask = state.get("turn", 0) < cfg.max_turns
@@ -366,6 +375,7 @@ async def finalize(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[
         time_s=round(time.time() - state.get("started", time.time()), 3),
         metadata={"few_shot": agent.EXAMPLE_TEMPLATE, "categories": state.get("categories") or [],
                   "prelude": agent.versions(agent.PRELUDE_TEMPLATE),
+                  **({"setup": state["setup"]} if state.get("setup") else {}),
                   **({"intent": state["intent"]} if state.get("intent") else {})})
     emit({"type": "answer" if traj.final_answer else "done", "text": traj.answer_to_grade or "", "status": status})
     return {"status": status, "trajectory": traj.model_dump(mode="json")}
@@ -392,7 +402,7 @@ def build_analyst_graph(checkpointer: Any = None) -> Any:
     return g.compile(checkpointer=checkpointer, name="analyst")
 
 
-def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, Any]], str]:
+def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple[list[dict[str, Any]], str, str]:
     """Messages that open a question (file I/O: profiling and prompt templates, so run it off the event loop).
 
     Everything task-specific goes in the task turn, after the system prompt and worked example, so those stay
@@ -405,11 +415,12 @@ def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple
         new.append(_msg("system", agent.system_prompt(), "system", agent.SYSTEM_TEMPLATE))
         new.extend({**m, "source": "example", "templates": agent.versions(agent.EXAMPLE_TEMPLATE)}
                    for m in agent.few_shot_messages())
-        user_prompt = agent.opening_turn(state["question"], state.get("files", []), profile_chars, names, hints)
+        opened = agent.opening(state["question"], state.get("files", []), profile_chars, names, hints)
+        user_prompt, setup = opened.turn, opened.setup
     else:
-        user_prompt = agent.user_prompt(state["question"], "", names, hints)
+        user_prompt, setup = agent.user_prompt(state["question"], "", names, hints), ""
     new.append(_msg("user", user_prompt, "task", *user_templates))
-    return new, user_prompt
+    return new, user_prompt, setup
 
 
 async def _replay(sb: Any, steps: list[dict[str, Any]]) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldsmith.agents.analyst import category_hints, few_shot_messages, opening_turn, system_prompt
+from worldsmith.agents.analyst import category_hints, few_shot_messages, opening, system_prompt
 from worldsmith.core.schemas import Task
 from worldsmith.graphs.solve import task_files
 
@@ -29,13 +29,20 @@ class RLDataStats:
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
 
 
-def task_prompt(task: Task, profile_chars: int = 4000) -> list[dict[str, str]]:
-    """The messages that open the analyst on `task` (the same texts the analyst graph sends)."""
+def task_opening(task: Task, profile_chars: int = 4000) -> tuple[list[dict[str, str]], str]:
+    """The messages that open the analyst on `task` (the same texts the analyst graph sends), and the code its
+    session runs before the first cell (`agents.analyst.Opening.setup`: the join the task turn says has run)."""
     files = task_files(task)
     names = task.deliverable.answer_names or [a.name for a in task.answers]
     categories = [task.category, *task.tags] if task.category else task.tags
-    turn = opening_turn(task.instruction, [str(f) for f in files], profile_chars, names, category_hints(categories))
-    return [{"role": "system", "content": system_prompt()}, *few_shot_messages(), {"role": "user", "content": turn}]
+    opened = opening(task.instruction, [str(f) for f in files], profile_chars, names, category_hints(categories))
+    return ([{"role": "system", "content": system_prompt()}, *few_shot_messages(),
+             {"role": "user", "content": opened.turn}], opened.setup)
+
+
+def task_prompt(task: Task, profile_chars: int = 4000) -> list[dict[str, str]]:
+    """The messages that open the analyst on `task` (`task_opening` without the setup)."""
+    return task_opening(task, profile_chars)[0]
 
 
 def expert_index(rows: Iterable[Mapping[str, Any]]) -> dict[str, Expert]:
@@ -58,7 +65,8 @@ def rl_rows(tasks: Sequence[Task], experts: Mapping[str, Expert] | None = None, 
             stats.skipped[reason] = stats.skipped.get(reason, 0) + 1
             continue
         ids, mask = (experts or {}).get(task.id, ([], []))
-        rows.append({"prompt": task_prompt(task, profile_chars), "task_id": task.id,
+        prompt, setup = task_opening(task, profile_chars)
+        rows.append({"prompt": prompt, "setup": setup, "task_id": task.id,
                      "answers": json.dumps([a.model_dump(mode="json", exclude_none=True) for a in task.answers]),
                      "rule": "tolerant", "inputs": [str(p) for p in task_files(task)],
                      "expert_input_ids": ids, "expert_completion_mask": mask})
@@ -84,4 +92,4 @@ def rl_dataset(rows: list[dict[str, Any]]) -> Any:
     return Dataset.from_list(rows)
 
 
-__all__ = ["Expert", "RLDataStats", "expert_index", "rl_dataset", "rl_rows", "task_prompt"]
+__all__ = ["Expert", "RLDataStats", "expert_index", "rl_dataset", "rl_rows", "task_opening", "task_prompt"]

@@ -158,7 +158,8 @@ class SandboxEnvironment:
         inputs = [[Path(p) for p in (r.get("inputs") or [])] for r in rows]
         generate = self.generator or trainer_generator(trainer, self.config.max_new_tokens)
         names = [[str(a.get("name")) for a in _decoded(r.get("answers"))] for r in rows]
-        rollouts = self.run(prompts, inputs, generate, int(trainer.args.max_completion_length), names)
+        setups = [str(r.get("setup") or "") for r in rows]
+        rollouts = self.run(prompts, inputs, generate, int(trainer.args.max_completion_length), names, setups)
         for name, value in (("rollout/turns", sum(r.turns for r in rollouts) / len(rollouts)),
                             ("rollout/cells", sum(r.cells for r in rollouts) / len(rollouts)),
                             ("rollout/unsupported", sum(r.unsupported is not None for r in rollouts) / len(rollouts))):
@@ -168,15 +169,19 @@ class SandboxEnvironment:
     # ---- rollouts --------------------------------------------------------------------------------------
     def run(self, prompts: Sequence[Sequence[dict[str, str]]], inputs: Sequence[Sequence[Path]],
             generate: TurnGenerator, max_completion_tokens: int,
-            names: Sequence[Sequence[str]] | None = None) -> list[Rollout]:
+            names: Sequence[Sequence[str]] | None = None, setups: Sequence[str] | None = None) -> list[Rollout]:
         """Roll out every prompt to an answer, `max_turns` turns, or the token budget; one sandbox session each.
         An answer is then checked by the blocking answer guards, as inference does (agents/answer_guards.py): one
         with no cell that read the data, or that copies the worked example, is marked `unsupported` (the rewards
-        score it wrong: a right guess must not pay). `names`: each prompt's requested answer names."""
+        score it wrong: a right guess must not pay). `names`: each prompt's requested answer names; `setups`: code each
+        session runs after the prelude, before the first cell (the join its task turn says has run), as inference."""
         loop = self._ensure_loop()
         timings = RolloutTimings()
         rollouts = [Rollout(prompt_ids=self.frame.prompt_ids(p)) for p in prompts]
-        sessions = [loop.submit(self._open(list(paths), timings)) for paths in inputs]
+        ready_setups: dict[int, str] = {}  # rollout -> its setup, when it ran without an error
+        sessions = [loop.submit(self._open(list(paths), timings, setups[k] if setups is not None else "",
+                                           lambda code, k=k: ready_setups.__setitem__(k, code)))
+                    for k, paths in enumerate(inputs)]
         pending: dict[int, concurrent.futures.Future[str]] = {}
         ready = list(range(len(rollouts)))
         try:
@@ -205,7 +210,8 @@ class SandboxEnvironment:
         for k, r in enumerate(rollouts):
             if r.answer is not None:
                 wanted = list(names[k]) if names is not None else []
-                found = no_evidence(r.executed, [str(p) for p in inputs[k]]) or \
+                ran = [Cell(code=ready_setups[k], ok=True, observation="")] if k in ready_setups else []
+                found = no_evidence(ran + r.executed, [str(p) for p in inputs[k]]) or \
                     example_copy(r.answer, wanted, r.executed)
                 r.unsupported = f"{found.kind}: {found.detail}" if found else None
         self.timings.add(timings)
@@ -265,7 +271,8 @@ class SandboxEnvironment:
             self._loop = _LoopThread()
         return self._loop
 
-    async def _open(self, inputs: list[Path], timings: RolloutTimings) -> Sandbox:
+    async def _open(self, inputs: list[Path], timings: RolloutTimings, setup: str = "",
+                    on_setup: Callable[[str], None] | None = None) -> Sandbox:
         start = time.perf_counter()
         if self.config.pool_size > 0:
             if self._pool is None:
@@ -276,6 +283,8 @@ class SandboxEnvironment:
             await sb.start()
         if self.config.prelude:
             await sb.run(PRELUDE)
+        if setup and (await sb.run(setup)).ok and on_setup is not None:
+            on_setup(setup)  # it counts as a cell that read the data, as in inference
         timings.sandbox_s += time.perf_counter() - start
         return sb
 
