@@ -10,6 +10,16 @@ from worldsmith.graphs.analyst import build_analyst_graph, initial_state
 QUESTION = "What is the mean amount? Answer as @mean_amount[value] rounded to one decimal place."
 
 
+def _task(folder: Path, question: str, name: str, value: float):
+    """A closed-form task over the files of `folder`, answered as @name[value]."""
+    from worldsmith.core.schemas import AnswerSpec, Provenance, Task, Tolerance
+    from worldsmith.core.taskpkg import workspace_ref
+
+    return Task(id="t", kind="closed_form", instruction=question, workspace=workspace_ref(folder),
+                answers=[AnswerSpec(name=name, value=value, tolerance=Tolerance(abs=0.01))],
+                provenance=Provenance(source="manual"))
+
+
 async def _run(rt, question: str, files: list[Path], **kw):
     graph = build_analyst_graph()
     events = []
@@ -367,8 +377,6 @@ async def test_a_salvaged_turn_records_the_raw_completion_and_what_was_repaired(
 
 
 async def test_a_multi_file_question_gets_its_names_placed_and_rl_prompts_match(scripted, tmp_path: Path) -> None:
-    from worldsmith.core.schemas import AnswerSpec, Provenance, Task, Tolerance
-    from worldsmith.core.taskpkg import workspace_ref
     from worldsmith.graphs.solve import task_files
     from worldsmith.training.rl_data import task_prompt
 
@@ -378,9 +386,7 @@ async def test_a_multi_file_question_gets_its_names_placed_and_rl_prompts_match(
     (folder / "customers.csv").write_text("cust,region\n1,N\n2,S\n")
     (folder / "orders.md").write_text("# Notes\n\nFiles: `orders.csv`.\n\n- `amount` is called `amt` here.\n")
     question = "The mean of `amount` where `region` is 'north'. Answer as @mean_amount[value]."
-    task = Task(id="t", kind="closed_form", instruction=question, workspace=workspace_ref(folder),
-                answers=[AnswerSpec(name="mean_amount", value=10.0, tolerance=Tolerance(abs=0.01))],
-                provenance=Provenance(source="manual"))
+    task = _task(folder, question, "mean_amount", 10.0)
     script, make_rt = scripted
     script.queue("<think>load</think><code>print(pd.read_csv('orders.csv')['amt'].iloc[0])</code>",
                  "<think>done</think><answer>@mean_amount[10.0]</answer>")
@@ -447,8 +453,6 @@ async def test_a_conversation_that_outgrows_the_context_ends_on_record(scripted,
 async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scripted, tmp_path: Path) -> None:
     """The 1.5B model, shown the join as a cell to copy, copied it and ran on past the turn's budget; now the
     session runs it and the model starts from `df`. RL rows carry the same setup for their rollouts."""
-    from worldsmith.core.schemas import AnswerSpec, Provenance, Task, Tolerance
-    from worldsmith.core.taskpkg import workspace_ref
     from worldsmith.graphs.solve import task_files
     from worldsmith.training.rl_data import rl_rows
 
@@ -460,9 +464,7 @@ async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scri
                                                                    for i in range(1, 7)))
     (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
     question = ("Mean `bp` in `visits.csv` of the patients `treated` in `enrol.csv`. Answer as @mean_bp[value].")
-    task = Task(id="t", kind="closed_form", instruction=question, workspace=workspace_ref(folder),
-                answers=[AnswerSpec(name="mean_bp", value=148.0, tolerance=Tolerance(abs=0.01))],
-                provenance=Provenance(source="manual"))
+    task = _task(folder, question, "mean_bp", 148.0)
     script, make_rt = scripted
     script.queue("<think>df is the join</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>",
                  "<think>done</think><answer>@mean_bp[148.0]</answer>")
