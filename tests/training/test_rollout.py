@@ -145,7 +145,9 @@ def test_a_setup_runs_before_the_first_cell_and_counts_as_reading_the_data(env, 
     """A task turn that says the join has run (agents/analyst.Opening.setup): the rollout's session runs it, as
     inference does, so a first cell that starts from `df` works and an answer after it is backed by the data."""
     tok, e = env
-    setup = "df = pd.read_csv('sales.csv')" if e.config.prelude else "import pandas as pd\ndf = pd.read_csv('sales.csv')"
+    setup = "df = pd.read_csv('sales.csv')"
+    if not e.config.prelude:
+        setup = "import pandas as pd\n" + setup
     from_df = "<think>\ndf is loaded\n</think>\n<code>\nprint(len(df))\n</code>"
     gen = _scripted(tok, [[from_df, ANSWER_TURN], [from_df, ANSWER_TURN]])
     with_setup, without = e.run([_prompt("A"), _prompt("B")], [[sales_csv]] * 2, gen, 4096, [["rows"]] * 2,

@@ -162,8 +162,9 @@ def user_prompt(question: str, profile_text: str, names: list[str], hints: str =
     share the whole prompt up to the question, which the model's prefix cache reuses. `notes`: where the
     question's names are in the files (`task_files`); `join`: code joining the two tables the question names
     (written from their profiles: each table's load call, the key made alike on both sides, a many-to-one merge
-    into `df`), which the session has run (`Opening.setup`). In the several-files stratum of generated-v1, 17 of 27 answers came after no cell that touched
-    the data had run; the executor, given the same code, verified the first cross-table finding."""
+    into `df`), which the session has run (`Opening.setup`). In the several-files stratum of generated-v1, 17 of
+    27 answers came after no cell that touched the data had run; the executor, given the same code, verified the
+    first cross-table finding."""
     t = template(USER_TEMPLATE)
     parts = [t.section("files", profile=profile_text.strip())] if profile_text else []
     parts.append(t.section("task", question=question.strip()))
