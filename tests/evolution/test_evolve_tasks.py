@@ -90,6 +90,11 @@ async def test_report_rubric_comes_from_dual_evidence_and_drops_the_refuted_crit
     assert {r.role for r in solvers} == {"agent", "teacher"}  # two independent solver runs
     # both roles are one greedy scripted endpoint here: the second run samples, or the two would be one run twice
     assert {(r.role, r.temperature) for r in solvers} == {("agent", 0.0), ("teacher", 0.7)}
+    # the solvers print RESULT lines: they get the task without how the report is written, the solvers of the
+    # rejection sampling (the analyst) the whole instruction
+    assert all("Write a Markdown report" not in r.last_user and task.instruction.split("\n\n")[0] in r.last_user
+               for r in solvers)
+    assert "Write a Markdown report (`answer.md`)" in task.instruction
     # each card records the data files its solver's script read, from the script itself (no memo was read)
     [asked] = [r.text for r in script.requests if "Evidence cards:" in r.text and "Write the rubric" in r.text]
     assert asked.count('"files_read": ["sales.csv"]') == 2, asked

@@ -190,9 +190,11 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
 async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requirement], fmt: syn.Deliverable,
                   scripts: list[tuple[str, str]], root_dir: Path, task_id: str,
                   link: str = "") -> tuple[dict[str, Any] | None, str, list[str]]:
-    text = syn.instruction(goal, reqs, fmt, recorded=syn.as_recorded([code for _, code in scripts]), link=link,
-                           methods=syn.methods_in(scripts[-1][1]) if scripts else None)
-    cards, errors = await evidence_cards(rt, text, root_dir, task_id)
+    how = {"recorded": syn.as_recorded([code for _, code in scripts]), "link": link,
+           "methods": syn.methods_in(scripts[-1][1]) if scripts else None}
+    text = syn.instruction(goal, reqs, fmt, **how)
+    cards, errors = await evidence_cards(rt, syn.instruction(goal, reqs, fmt, format_line=False, **how), root_dir,
+                                         task_id)
     if len(cards) < 2:
         return None, "dual evidence needs >= 2 successful solver runs: " + "; ".join(errors), []
     draft = await generate_rubric(rt.llm, text, node.conclusion, cards)

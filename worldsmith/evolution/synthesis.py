@@ -159,13 +159,15 @@ def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
 
 
 def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, answer_block: str = "",
-                recorded: bool = False, link: str = "", methods: list[str] | None = None) -> str:
+                recorded: bool = False, link: str = "", methods: list[str] | None = None,
+                format_line: bool = True) -> str:
     """The task's instruction. A closed form's answer block pins its own population; a report whose numbers were
     computed over the rows as recorded (`recorded`) says so, or a solver who follows a document's cleaning rule
     computes other numbers than its rubric expects; and it names the statistical methods of the target's script
     (`methods`, from `methods_in`): a blind solve of v11's discount-amount report read "the correlation" as
     Spearman's, -0.2126 against the rubric's -0.1950 ± 2%. `link` (from `link_line`) says how two joined tables
-    link."""
+    link. `format_line=False` leaves out how a report is written (the dual-evidence solvers print their numbers as
+    RESULT lines instead; told to write answer.md, one of v11's solvers printed none in three attempts)."""
     t = template(TASK_TEMPLATE)
     parts = [t.section("opening", goal=task_question(goal))]
     if reqs:
@@ -179,7 +181,7 @@ def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, an
     else:
         parts += [t.section("as recorded") if recorded else "",
                   t.section("methods", methods=" and ".join(methods)) if methods else "",
-                  t.section(f"report {deliverable}")]
+                  t.section(f"report {deliverable}") if format_line else ""]
     return "\n\n".join(p.strip() for p in parts if p.strip())
 
 
