@@ -54,6 +54,16 @@ def test_a_markdown_fence_wrapping_the_whole_code_block_is_removed() -> None:
     assert parsed.action == Action(kind="code", content="print(3)")
 
 
+@pytest.mark.parametrize("body", ["df = 1\nprint(df)\n```", "```python\ndf = 1\nprint(df)",
+                                  "```\ndf = 1\nprint(df)\n  ```  "])
+def test_a_lone_fence_line_opening_or_closing_a_code_block_is_removed(body: str) -> None:
+    """generated-v1 at 648d5fc: four cells in a row ended with a stray closing fence, each a SyntaxError."""
+    parsed = parse_turn(f"<think>t</think><code>\n{body}\n</code>")
+    assert parsed.action == Action(kind="code", content="df = 1\nprint(df)")
+    kept = parse_turn("<think>t</think><code>\nprint('```')\n</code>")  # a fence inside a string stays
+    assert kept.action == Action(kind="code", content="print('```')")
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("<code>print(1)</code>", "a turn must start with <think>; found <code> at line 1, char 1"),
     ("I think\n\n<answer>4</answer>", "a turn must start with <think>; found <answer> at line 3, char 1"),

@@ -52,10 +52,23 @@ def _pos(text: str, i: int) -> str:
     return f"line {line}, char {i - (text.rfind(chr(10), 0, i) + 1) + 1}"
 
 
+_LONE_FENCE_RE = re.compile(r"^[ \t]*```[a-zA-Z0-9_+-]*[ \t]*$")
+
+
 def _strip_block(s: str) -> str:
+    """A code block without the Markdown fence wrapping it, or a lone fence line opening or closing it (a line
+    that is never Python: the 1.5B analyst ended four cells in a row with a stray closing fence, each a
+    SyntaxError)."""
     s = s.strip("\n").rstrip()
     m = _FENCE_RE.match(s.strip())
-    return m.group(1).rstrip() if m else s
+    if m:
+        return m.group(1).rstrip()
+    lines = s.split("\n")
+    if len(lines) > 1 and _LONE_FENCE_RE.match(lines[-1]):
+        lines = lines[:-1]
+    if len(lines) > 1 and _LONE_FENCE_RE.match(lines[0]):
+        lines = lines[1:]
+    return "\n".join(lines).strip("\n").rstrip()
 
 
 #: The void reason of a turn whose completion had no text at all.
