@@ -328,10 +328,18 @@ def test_a_window_the_script_never_applied_is_widened_to_the_rows_it_used(tmp_pa
     assert (str(widened.window.start), str(widened.window.end)) == ("2023-01-01", "2024-01-01")
     assert spec_value(widened, tmp_path)[0] == pytest.approx(orders.basket_size.mean())  # 4.0, as the script
     assert spec_value(year, tmp_path)[0] == pytest.approx(1.5)  # as it was written: the two December orders out
-    # a script that names the column may filter on it: left as the writer wrote it
+    # a script that names the column may filter on it: the rows it leaves out are not widened to; but an end on a
+    # month's last day with rows on it is that day included, whatever the script (v11's script filtered with
+    # `df["date"].str.startswith("2023")`, the spec still said "before 2023-12-31")
     filtering = script.replace("df = pd.read_csv('data/orders_2023.csv')",
-                               "df = pd.read_csv('data/orders_2023.csv')\ndf = df[df['date'] < '2023-12-31']")
-    assert unwindowed(year, filtering, tmp_path) == year
+                               "df = pd.read_csv('data/orders_2023.csv')\ndf = df[df['date'].str.startswith('2023')]")
+    assert unwindowed(year, filtering, tmp_path).window.end.isoformat() == "2024-01-01"
+    mid = spec(measure=year.measure.model_dump(), window={"column": "date", "start": "2023-01-01",
+                                                          "end": "2023-06-30"})
+    assert unwindowed(mid, filtering, tmp_path).window.end.isoformat() == "2023-07-01"  # June 30: rows on it
+    early = spec(measure=year.measure.model_dump(), window={"column": "date", "start": "2023-01-01",
+                                                            "end": "2023-06-15"})
+    assert unwindowed(early, filtering, tmp_path) == early  # mid-month, script filters by date: as written
     # a window that leaves no row out is kept; a start after the first date moves back to that date
     whole = spec(measure=year.measure.model_dump(), window={"column": "date", "start": "2023-01-01",
                                                             "end": "2024-01-01"})

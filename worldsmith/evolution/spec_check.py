@@ -372,32 +372,40 @@ def _method_named(facets: AnswerFacets) -> str:
     return f"{facets.aggregation.rstrip('.')} ({method} over the rows where both are recorded)"
 
 
-def unwindowed(facets: AnswerFacets, script: str, root: Path) -> AnswerFacets:
-    """A time window the script never applied, widened to every row of the measure's file it leaves out. v11's
-    `mean_business` spec read "rows whose `date` is on or after 2023-01-01 and before 2023-12-31" for a script
-    that kept the whole of orders_2023.csv: the 3 orders of 31 December moved the mean from 3.20 to 3.19. The
-    window's end is exclusive, and the writer meant the year's last day included. Unchanged when the script
-    names the window's column (it may filter by it) or the window leaves no row out."""
-    w = facets.window
-    if w is None or w.all_dates or not w.column or not (w.start or w.end) \
-            or re.search(rf"(?<![\w.]){re.escape(w.column)}(?!\w)", without_comments(script)):
-        return facets
+def _window_dates(facets: AnswerFacets, root: Path, column: str) -> pd.Series:
+    """The parsed dates of `column` over the measure's files (empty when none holds it)."""
     dates = []
     for f in facets.measure.files:
         try:
             df = _table(root, f)
         except (OSError, ValueError, KeyError, FileReadError):
             continue
-        if w.column in df.columns:
+        if column in df.columns:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                dates.append(pd.to_datetime(df[w.column], errors="coerce", format="mixed").dropna())
-    seen = pd.concat(dates) if dates else pd.Series(dtype="datetime64[ns]")
+                dates.append(pd.to_datetime(df[column], errors="coerce", format="mixed").dropna())
+    return pd.concat(dates) if dates else pd.Series(dtype="datetime64[ns]")
+
+
+def unwindowed(facets: AnswerFacets, script: str, root: Path) -> AnswerFacets:
+    """A time window read as its writer meant it. Its end is exclusive, and an end on a month's last day on which
+    rows are dated means that day included: v11's `mean_business` spec read "rows whose `date` is on or after
+    2023-01-01 and before 2023-12-31" for a script that kept every 2023 order, and the 3 orders of 31 December
+    moved the mean from 3.20 to 3.19. A window the script never applies (it never names the column) is widened to
+    every row of the measure's files it leaves out. Unchanged when neither applies."""
+    w = facets.window
+    if w is None or w.all_dates or not w.column or not (w.start or w.end):
+        return facets
+    seen = _window_dates(facets, root, w.column)
     if seen.empty:
         return facets
-    first, last = seen.min().date(), seen.max().date()
-    start = first if w.start is not None and first < w.start else w.start
-    end = last + dt.timedelta(days=1) if w.end is not None and last >= w.end else w.end
+    start, end = w.start, w.end
+    if end is not None and (end + dt.timedelta(days=1)).day == 1 and (seen.dt.date == end).any():
+        end = end + dt.timedelta(days=1)
+    if not re.search(rf"(?<![\w.]){re.escape(w.column)}(?!\w)", without_comments(script)):
+        first, last = seen.min().date(), seen.max().date()
+        start = first if start is not None and first < start else start
+        end = last + dt.timedelta(days=1) if end is not None and last >= end else end
     if (start, end) == (w.start, w.end):
         return facets
     return facets.model_copy(update={"window": w.model_copy(update={"start": start, "end": end})})
