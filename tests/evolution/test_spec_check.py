@@ -340,6 +340,13 @@ def test_a_window_the_script_never_applied_is_widened_to_the_rows_it_used(tmp_pa
     early = spec(measure=year.measure.model_dump(), window={"column": "date", "start": "2023-01-01",
                                                             "end": "2023-06-15"})
     assert unwindowed(early, filtering, tmp_path) == early  # mid-month, script filters by date: as written
+    # a window on a column of no dates is moved to the file's one date column (v11: "rows whose `region` is …")
+    pd.DataFrame({**orders, "region": ["E", "N", "E", "S"]}).to_csv(tmp_path / "data" / "orders_2023.csv",
+                                                                   index=False)
+    on_region = spec(measure=year.measure.model_dump(), window={"column": "region", "start": "2023-01-01",
+                                                                "end": "2023-12-31"})
+    moved = unwindowed(on_region, filtering, tmp_path).window
+    assert (moved.column, moved.start.isoformat(), moved.end.isoformat()) == ("date", "2023-01-01", "2024-01-01")
     # a window that leaves no row out is kept; a start after the first date moves back to that date
     whole = spec(measure=year.measure.model_dump(), window={"column": "date", "start": "2023-01-01",
                                                             "end": "2024-01-01"})

@@ -392,13 +392,20 @@ def unwindowed(facets: AnswerFacets, script: str, root: Path) -> AnswerFacets:
     rows are dated means that day included: v11's `mean_business` spec read "rows whose `date` is on or after
     2023-01-01 and before 2023-12-31" for a script that kept every 2023 order, and the 3 orders of 31 December
     moved the mean from 3.20 to 3.19. A window the script never applies (it never names the column) is widened to
-    every row of the measure's files it leaves out. Unchanged when neither applies."""
+    every row of the measure's files it leaves out; one on a column of no dates (v11's `mean_discount_pct_E`:
+    "rows whose `region` is on or after 2024-01-01") is moved to the measure's one date column. Unchanged when
+    none applies."""
     w = facets.window
     if w is None or w.all_dates or not w.column or not (w.start or w.end):
         return facets
     seen = _window_dates(facets, root, w.column)
-    if seen.empty:
-        return facets
+    if seen.empty:  # a window on a column of no dates (v11's `region`): the measure's one date column, if it has one
+        tables = _data_tables(root, facets.measure.files)
+        dated = sorted({c for df in tables.values() for c in df.columns if _dated(df[c])})
+        if len(dated) != 1:
+            return facets
+        w = w.model_copy(update={"column": dated[0]})
+        seen = _window_dates(facets, root, w.column)
     start, end = w.start, w.end
     if end is not None and (end + dt.timedelta(days=1)).day == 1 and (seen.dt.date == end).any():
         end = end + dt.timedelta(days=1)
@@ -406,9 +413,24 @@ def unwindowed(facets: AnswerFacets, script: str, root: Path) -> AnswerFacets:
         first, last = seen.min().date(), seen.max().date()
         start = first if start is not None and first < start else start
         end = last + dt.timedelta(days=1) if end is not None and last >= end else end
-    if (start, end) == (w.start, w.end):
+    if (start, end, w.column) == (facets.window.start, facets.window.end, facets.window.column):
         return facets
     return facets.model_copy(update={"window": w.model_copy(update={"start": start, "end": end})})
+
+
+def _dated(col: pd.Series) -> bool:
+    """Whether a text column's values read as dates (nine in ten of a sample of its non-blank values)."""
+    if pd.api.types.is_datetime64_any_dtype(col):
+        return True
+    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return False
+    sample = col.dropna().astype(str).head(50)
+    if sample.empty or not sample.str.contains(r"\d{4}|\d{1,2}[/.-]\d{1,2}[/.-]\d{2}", regex=True).all():
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    return parsed.notna().mean() >= 0.9
 
 
 def holders(facets: AnswerFacets, root: Path) -> AnswerFacets:
