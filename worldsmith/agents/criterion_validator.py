@@ -161,9 +161,9 @@ async def validate_criteria(llm: Any, rubric: RubricDraft, *, task: str, ground_
                             timeout_s: float | None = None) -> Outcome[RubricValidation]:
     """Every criterion checked; refuted and unverifiable ones dropped, over-specified ones revised or dropped."""
     check_cards(cards)
-    names = [PurePosixPath(f).name for f in mounted_paths(inputs)]
+    paths = mounted_paths(inputs)
     context = {"task": task, "ground_truth": ground_truth, "cards": render_cards(cards),
-               "files": ", ".join(mounted_paths(inputs)) or "(none)", "names": names}
+               "files": ", ".join(paths) or "(none)", "names": [PurePosixPath(f).name for f in paths]}
     out = Outcome[RubricValidation](None)
     verdicts: list[CriterionVerdict] = []
     kept: list[RubricCriterion] = []

@@ -372,14 +372,10 @@ def _method_named(facets: AnswerFacets) -> str:
     return f"{facets.aggregation.rstrip('.')} ({method} over the rows where both are recorded)"
 
 
-def _window_dates(facets: AnswerFacets, root: Path, column: str) -> pd.Series:
-    """The parsed dates of `column` over the measure's files (empty when none holds it)."""
+def _window_dates(tables: dict[str, pd.DataFrame], column: str) -> pd.Series:
+    """The parsed dates of `column` over `tables` (empty when none holds it)."""
     dates = []
-    for f in facets.measure.files:
-        try:
-            df = _table(root, f)
-        except (OSError, ValueError, KeyError, FileReadError):
-            continue
+    for df in tables.values():
         if column in df.columns:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
@@ -398,14 +394,14 @@ def unwindowed(facets: AnswerFacets, script: str, root: Path) -> AnswerFacets:
     w = facets.window
     if w is None or w.all_dates or not w.column or not (w.start or w.end):
         return facets
-    seen = _window_dates(facets, root, w.column)
+    tables = _data_tables(root, facets.measure.files)
+    seen = _window_dates(tables, w.column)
     if seen.empty:  # a window on a column of no dates (v11's `region`): the measure's one date column, if it has one
-        tables = _data_tables(root, facets.measure.files)
         dated = sorted({c for df in tables.values() for c in df.columns if _dated(df[c])})
         if len(dated) != 1:
             return facets
         w = w.model_copy(update={"column": dated[0]})
-        seen = _window_dates(facets, root, w.column)
+        seen = _window_dates(tables, w.column)
     start, end = w.start, w.end
     if end is not None and (end + dt.timedelta(days=1)).day == 1 and (seen.dt.date == end).any():
         end = end + dt.timedelta(days=1)
