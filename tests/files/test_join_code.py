@@ -121,3 +121,67 @@ def test_one_named_part_of_a_lookup_family_is_joined_as_a_table(tmp_path: Path) 
     plan = plan_join(ws, "Join orders.csv and crm_2023.csv.")
     assert plan is not None and plan.parts is None and plan.lookup.file == "crm_2023.csv"
     assert plan_join(ws, "Join orders.csv, crm_2023.csv and crm_2024.csv.") is None  # a stack of lookups: no join
+
+
+def _panel(tmp_path: Path) -> None:
+    """A ledger and a headcount report, one row per branch and month each: ids spelled `BR_k` / `B-0000k`, dates
+    `2023-0m-01` / `2023/0m/01`; the report repeats branch 2's March row with another headcount (the first counts)
+    and has a month the ledger lacks."""
+    ledger = "branch_id,period,opex\n" + "".join(
+        f"BR_{b},2023-{m:02d}-01,{100 * b + 10 * m}\n" for b in (1, 2, 3) for m in (1, 2, 3))
+    hr = "branch_id,period,headcount\n" + "".join(
+        f"B-{b:05d},2023/{m:02d}/01,{b + m}\n" for b in (1, 2, 3) for m in (1, 2, 3, 4)) + "B-00002,2023/03/01,99\n"
+    (tmp_path / "ledger.csv").write_text(ledger)
+    (tmp_path / "hr.csv").write_text(hr)
+
+
+def test_tables_of_one_grain_join_on_the_id_and_the_date_together(tmp_path: Path) -> None:
+    """generated-v1: opex in a ledger against headcount in an HR report, each one row per branch and month. Neither
+    id is unique alone, so no many-to-one join existed and the model stacked the tables with pd.concat (every
+    cell failed in 5 such questions of 27)."""
+    _panel(tmp_path)
+    ws = profile_workspace([tmp_path / "ledger.csv", tmp_path / "hr.csv"], as_mounted=True)
+    plan = plan_join(ws, "The slope of opex (ledger.csv) on headcount (hr.csv).")
+    assert plan is not None and plan.dated and plan.spelled
+    # the facts are the side unique on id and date (the ledger); the report's repeat is the lookup's to drop
+    assert (plan.facts.file, plan.fkey, plan.fwhen, plan.lookup.file, plan.lkey, plan.lwhen) == (
+        "ledger.csv", "branch_id", "period", "hr.csv", "branch_id", "period")
+    out = _run(plan.code(), tmp_path, "print(len(df)); print(sorted(df.columns));"
+                                      "print(df.set_index(['branch_id', 'period'])['headcount'].to_dict())")
+    lines = out.strip().splitlines()
+    assert lines[0] == "joined: 9 of 9 rows of ledger.csv matched a row of hr.csv"
+    assert lines[1] == "9"
+    assert eval(lines[2]) == ["branch_id", "branch_id_hr", "headcount", "opex", "period"]  # noqa: S307
+    # by hand: branch b in month m has headcount b + m, except that the repeat (99) does not count
+    expected = {(f"BR_{b}", f"2023-{m:02d}-01"): b + m for b in (1, 2, 3) for m in (1, 2, 3)}
+    assert eval(lines[3]) == expected  # noqa: S307
+
+
+def test_a_single_key_join_is_preferred_and_no_date_pair_means_no_dated_join(tmp_path: Path) -> None:
+    _panel(tmp_path)
+    (tmp_path / "branches.csv").write_text("branch_id,region\nb1,north\nb2,south\nb3,north\n")
+    ws = profile_workspace([tmp_path / n for n in ("ledger.csv", "hr.csv", "branches.csv")], as_mounted=True)
+    plan = plan_join(ws, "Join hr.csv and branches.csv.")
+    assert plan is not None and not plan.dated and plan.lookup.file == "branches.csv"
+    # a report with no date column: the id alone repeats on both sides, so there is nothing to join on
+    (tmp_path / "notes.csv").write_text("branch_id,note\n" + "".join(f"BR_{b % 3 + 1},n{b}\n" for b in range(6)))
+    ws = profile_workspace([tmp_path / "ledger.csv", tmp_path / "notes.csv"], as_mounted=True)
+    assert plan_join(ws, "Join ledger.csv and notes.csv.") is None
+
+
+def test_yearly_parts_join_a_report_on_the_id_and_the_date(tmp_path: Path) -> None:
+    """The ledger is one file a year, the second calling the date `month`: stacked (renamed back), it is the facts
+    of a dated join."""
+    (tmp_path / "ledger_2023.csv").write_text("branch_id,period,opex\n" + "".join(
+        f"BR_{b},2023-{m:02d}-01,{100 * b + m}\n" for b in (1, 2) for m in (1, 2)))
+    (tmp_path / "ledger_2024.csv").write_text("branch_id,month,opex\n" + "".join(
+        f"BR_{b},2024-{m:02d}-01,{200 * b + m}\n" for b in (1, 2) for m in (1, 2)))
+    (tmp_path / "hr.csv").write_text("branch_id,period,headcount\n" + "".join(
+        f"B-{b:05d},{y}-{m:02d}-01,{b * y % 7 + m}\n" for b in (1, 2) for y in (2023, 2024) for m in (1, 2))
+        + "B-00001,2024-01-01,50\n")
+    ws = profile_workspace([tmp_path / n for n in ("ledger_2023.csv", "ledger_2024.csv", "hr.csv")], as_mounted=True)
+    plan = plan_join(ws, "opex in ledger_2023.csv and ledger_2024.csv against headcount in hr.csv")
+    assert plan is not None and plan.dated and plan.parts is not None and plan.lookup.file == "hr.csv"
+    out = _run(plan.code(), tmp_path, "print(df.set_index(['branch_id', 'period'])['headcount'].to_dict())")
+    expected = {(f"BR_{b}", f"{y}-{m:02d}-01"): b * y % 7 + m for b in (1, 2) for y in (2023, 2024) for m in (1, 2)}
+    assert eval(out.strip().splitlines()[-1]) == expected  # noqa: S307

@@ -64,14 +64,15 @@ def _mentions(text: str, column: str) -> bool:
 
 def linked_files(goal: str, inputs: list[Path], named: set[str]) -> dict[str, list[str]]:
     """Files the goal needs besides the ones it names (`named`, base names): a table linked to a named one by a key
-    unique on its side (tools/files/join_code.lookup_join) that alone holds a column the goal writes and no named
+    unique on its side (tools/files/join_code.lookup_join), or by an id and a date (a table of the same grain:
+    `dated_join`), that alone holds a column the goal writes and no named
     table has, as {file base name: those columns}. v10's proposer wrote "the average income by region in the 2023
     orders using the `orders_2023.csv` file" for the director's "In crm.xlsx, what is the average income by
     region …": shown orders_2023.csv alone, every attempt of three such nodes failed on KeyError 'income' or
     'region'. Empty when the goal names no file, or every column it writes is in a named table."""
     if not named:
         return {}
-    from worldsmith.tools.files.join_code import lookup_join
+    from worldsmith.tools.files.join_code import dated_join, lookup_join
     from worldsmith.tools.files.parts import table_parts
 
     ws = mounted_profile([str(p) for p in inputs])
@@ -80,8 +81,14 @@ def linked_files(goal: str, inputs: list[Path], named: set[str]) -> dict[str, li
     shown = [t for t in ws.tables if Path(t.file).name in named]
     have = {c.name.lower() for t in shown for c in t.columns}
     units = {part_of.get(t.label, t.label) for t in shown}  # a yearly part stands for its family's links
-    linked = {p.lookup.label for j in ws.joins if (p := lookup_join(j, tables, part_of)) is not None
-              and part_of.get(p.facts.label, p.facts.label) in units and p.lookup not in shown}
+    pairs = []  # (a named table's side, the other side) of each link; both ways for tables of one grain
+    for j in ws.joins:
+        if (p := lookup_join(j, tables, part_of)) is not None:
+            pairs.append((p.facts, p.lookup))
+        elif (p := dated_join(j, tables, part_of)) is not None:
+            pairs += [(p.facts, p.lookup), (p.lookup, p.facts)]
+    linked = {other.label for own, other in pairs
+              if part_of.get(own.label, own.label) in units and other not in shown}
     holders: dict[str, list[str]] = {}  # column the goal writes -> linked tables holding it
     for label in linked:
         for c in tables[label].columns:

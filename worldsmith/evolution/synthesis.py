@@ -145,17 +145,21 @@ def task_question(goal: str) -> str:
 
 def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
     """How the two tables the path joins link, when its scripts read exactly two tables the profile links by a key
-    unique on one side (`tools/files/join_code.plan_join`, the join the executor wrote for the node): the key
-    columns, and that ids spelled differently match by their number. '' when the path joins no two tables. A join
-    task that leaves the key to the solver has a reading per key a solver can guess (v9's join matched
-    `order_id` with `order_id`, one written `O-00017`, the other `17`)."""
+    unique on one side or by an id and a date together (`tools/files/join_code.plan_join`, the join the executor
+    wrote for the node): the key columns, and that ids spelled differently match by their number. '' when the
+    path joins no two tables. A join task that leaves the key to the solver has a reading per key a solver can
+    guess (v9's join matched `order_id` with `order_id`, one written `O-00017`, the other `17`)."""
     plan = plan_join(ws, "\n".join(scripts)) or (plan_join(ws, scripts[-1]) if scripts else None)
     if plan is None:
         return ""
     t = template(TASK_TEMPLATE)
     facts = " and ".join(_table_words(x) for x in plan.facts_tables)
-    return t.section("link number" if plan.spelled else "link text", facts=facts,
-                     lookup=_table_words(plan.lookup), fkey=plan.fkey, lkey=plan.lkey)
+    lookup = _table_words(plan.lookup)
+    line = t.section("link number" if plan.spelled else "link text", facts=facts, lookup=lookup, fkey=plan.fkey,
+                     lkey=plan.lkey)
+    if plan.dated:  # one row per id and period on each side: the id alone matches a row to many
+        line += " " + t.section("link dated", lookup=lookup, fwhen=plan.fwhen, lwhen=plan.lwhen)
+    return line
 
 
 def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, answer_block: str = "",

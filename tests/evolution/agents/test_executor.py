@@ -283,3 +283,21 @@ async def test_yearly_parts_and_the_table_holding_the_goals_column_are_stacked_a
     assert out.value.status == "completed"
     assert out.value.numbers == {"mean_business": pytest.approx(sum(business) / len(business)),
                                  "mean_consumer": pytest.approx(sum(consumer) / len(consumer))}
+
+
+def test_a_table_of_the_same_grain_holding_the_goals_column_is_linked_either_way(tmp_path: Path) -> None:
+    """A ledger and an HR report, one row per branch and month each (no id is unique alone): a goal naming one of
+    them and a column of the other gets the other, whichever is named."""
+    from worldsmith.agents.executor import linked_files
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "ledger.csv").write_text("branch_id,period,opex\n" + "".join(
+        f"BR_{b},2023-{m:02d}-01,{100 * b + m}\n" for b in (1, 2, 3) for m in (1, 2, 3)))
+    (data / "hr.csv").write_text("branch_id,period,headcount\n" + "".join(
+        f"B-{b:05d},2023-{m:02d}-01,{b + m}\n" for b in (1, 2, 3) for m in (1, 2, 3)) + "B-00001,2023-01-01,9\n")
+    inputs = [data / "ledger.csv", data / "hr.csv"]
+    assert linked_files("The slope of opex on headcount in ledger.csv.", inputs, {"ledger.csv"}) == {
+        "hr.csv": ["headcount"]}
+    assert linked_files("The slope of opex on headcount in hr.csv.", inputs, {"hr.csv"}) == {"ledger.csv": ["opex"]}
+    assert linked_files("The mean opex in ledger.csv.", inputs, {"ledger.csv"}) == {}

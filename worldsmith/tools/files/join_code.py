@@ -1,5 +1,8 @@
 """Code that joins two tables a text names, written from the profile: each table's exact load call, a key made the
 same way on both sides (the number in the id when the tables spell the ids differently) and a many-to-one merge.
+Two tables of one grain — a row per entity and period in each (a ledger and a headcount report by branch and
+month) — link by the id and the date together: neither id is unique alone, so the key is the pair, the dates read
+as dates (`2023/01/02` in one export is `2023-01-02` in the other).
 
 A 1.5B model asked for a join across two tables wrote `merge(left_on=…, right_on=…)` with one table's column on both
 sides, or the facts' key looked up in the lookup table (`KeyError: 'acct_ref'` in every join node of an embedded
@@ -36,6 +39,13 @@ class JoinPlan:
     lkey: str
     spelled: bool  # the tables spell the ids differently: match them by the number in the id
     parts: TableParts | None = None  # the facts are parts of one table (yearly files): stacked, then joined
+    fwhen: str | None = None  # with `lwhen`: the date columns that complete the key (rows match on id and date)
+    lwhen: str | None = None
+
+    @property
+    def dated(self) -> bool:
+        """The rows match on the id and a date together (`fwhen`, `lwhen`): one row per id and period each side."""
+        return self.fwhen is not None and self.lwhen is not None
 
     @property
     def facts_tables(self) -> tuple[TableProfile, ...]:
@@ -66,17 +76,29 @@ class JoinPlan:
         t = template(TEMPLATE)
         facts, lookup = self.names()
         key = "number key" if self.spelled else "text key"
-        keys = "\n".join(t.section(key, frame=frame, column=py_str(column))
-                         for frame, column in ((facts, self.fkey), (lookup, self.lkey)))
-        # one key written the same way on both sides: the facts' copy is enough (else `site` and `site_sites`)
-        drop = t.section("drop key", column=py_str(self.lkey)) if not self.spelled and self.fkey == self.lkey else ""
+        keys = "\n".join(
+            t.section(key, frame=frame, column=py_str(column))
+            + (("\n" + t.section("date key", frame=frame, column=py_str(when))) if when is not None else "")
+            for frame, column, when in ((facts, self.fkey, self.fwhen), (lookup, self.lkey, self.lwhen)))
+        # a column written the same way on both sides: the facts' copy is enough (else `site` and `site_sites`);
+        # a date column of one name is dropped from the lookup however its dates are written (they matched)
+        same = [self.lkey] if not self.spelled and self.fkey == self.lkey else []
+        same += [self.lwhen] if self.dated and self.fwhen == self.lwhen else []
+        drop = t.section("drop key", columns=_py_list(same)) if same else ""
+        on = _py_list(["_key", "_when"]) if self.dated else py_str("_key")
+        subset = ["_key", "_when"] if self.dated else ["_key"]
         body = t.section("body", drop=drop, facts=facts, lookup=lookup, facts_load=self._facts_load(),
-                         lookup_load=_load(self.lookup), keys=keys, suffix=py_str(f"_{lookup}"),
+                         lookup_load=_load(self.lookup), keys=keys, suffix=py_str(f"_{lookup}"), on=on,
+                         subset=_py_list(subset), helpers=_py_list([*subset, "_matched"]),
                          facts_label=py_str(self.facts_label), lookup_label=py_str(self.lookup.label))
         if cell:
             return body
-        how = t.section("how number" if self.spelled else "how text", fkey=self.fkey, lkey=self.lkey,
+        fkey, lkey = (f"{self.fkey}, {self.fwhen}", f"{self.lkey}, {self.lwhen}") if self.dated else (self.fkey,
+                                                                                                      self.lkey)
+        how = t.section("how number" if self.spelled else "how text", fkey=fkey, lkey=lkey,
                         facts_label=self.facts_label, lookup_label=self.lookup.label)
+        if self.dated:
+            how += t.section("how dated")
         return "\n\n".join([t.section("imports"), t.section("comment", how=how) + "\n" + body])
 
     def _facts_load(self) -> str:
@@ -86,6 +108,10 @@ class JoinPlan:
         if stacked is None:
             raise ValueError(f"a part of {self.facts_label} has no load call in its profile")
         return stacked
+
+
+def _py_list(items: list[str]) -> str:
+    return "[" + ", ".join(py_str(x) for x in items) + "]"
 
 
 def _load(t: TableProfile) -> str:
@@ -109,10 +135,38 @@ def lookup_join(j: CandidateJoin, tables: Mapping[str, TableProfile], part_of: M
     return JoinPlan(right, j.right.column, left, j.left.column, spelled)
 
 
+def _dates(t: TableProfile) -> list[str]:
+    return [c.name for c in t.columns if c.semantic_type == "datetime"]
+
+
+def dated_join(j: CandidateJoin, tables: Mapping[str, TableProfile], part_of: Mapping[str, int]) -> JoinPlan | None:
+    """Link `j` as a join on the id and a date together, or None. Both ids repeat (else `lookup_join`), and the
+    facts are unique on their id and one date column (a candidate key of the profile: one row per entity and
+    period) while the lookup has a date column of that name, or only one. The lookup's repeated rows are dropped
+    (the first counts), so each row of the facts gets at most one. Of two sides that both qualify, the larger is
+    the facts."""
+    left, right = tables.get(j.left.table_label), tables.get(j.right.table_label)
+    if left is None or right is None or j.left_unique or j.right_unique:
+        return None
+    if part_of.get(left.label, -1) == part_of.get(right.label, -2):
+        return None
+    sides = sorted(((left, j.left.column, right, j.right.column), (right, j.right.column, left, j.left.column)),
+                   key=lambda side: -side[0].n_rows)
+    for facts, fkey, lookup, lkey in sides:
+        fwhen = next((k[1 - k.index(fkey)] for k in facts.candidate_keys if len(k) == 2 and fkey in k
+                      and k[1 - k.index(fkey)] in _dates(facts)), None)
+        dates = _dates(lookup)
+        lwhen = fwhen if fwhen in dates else (dates[0] if len(dates) == 1 else None)
+        if fwhen is not None and lwhen is not None:
+            return JoinPlan(facts, fkey, lookup, lkey, j.spellings is not None, fwhen=fwhen, lwhen=lwhen)
+    return None
+
+
 def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
     """The join `text` asks for: it names the files of exactly two of the profile's tables, which the profile links
-    by a key unique on one side only (and not as parts of one table). Of several such links, the one whose two
-    column names the text writes, else the one with the largest overlap. None when there is no such join.
+    by a key unique on one side only, or by an id and a date together (`dated_join`), and not as parts of one
+    table. Of several such links, a single key before an id and a date, then the one whose two column names the
+    text writes, then the one with the largest overlap. None when there is no such join.
 
     Tables that are parts of one table (orders_2023.csv, orders_2024.csv) count as one: named with a table they
     link to, the parts are stacked (`pd.concat`, renamed columns renamed back) and the stack is joined. v11's
@@ -129,22 +183,24 @@ def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
     # the lookup is a named table alone in its unit (a stack of lookups is not joined); the facts may be any part
     links = [(j, plan) for j in ws.joins
              if {j.left.table_label, j.right.table_label} <= set(tables) and (j.overlap_ratio or 0) > 0
-             and (plan := lookup_join(j, tables, group_of)) is not None and plan.lookup in named
-             and named_in[group_of.get(plan.lookup.label, plan.lookup.label)] == 1]
+             and (plan := lookup_join(j, tables, group_of) or dated_join(j, tables, group_of)) is not None
+             and plan.lookup in named and named_in[group_of.get(plan.lookup.label, plan.lookup.label)] == 1]
     if not links:
         return None
 
     def written(j: CandidateJoin) -> bool:
         return all(re.search(rf"(?<!\w){re.escape(c)}(?!\w)", text) for c in (j.left.column, j.right.column))
 
-    best = max(links, key=lambda link: (written(link[0]), link[0].overlap_ratio or 0))[1]
+    best = max(links, key=lambda link: (not link[1].dated, written(link[0]), link[0].overlap_ratio or 0))[1]
     if best.facts.label not in group_of:
         return best
     group = groups[group_of[best.facts.label]]
-    key = group.renames.get(best.facts.label, {}).get(best.fkey, best.fkey)  # the first part's name for the key
+    renamed = group.renames.get(best.facts.label, {})  # the first part's names for the key columns
+    key, when = renamed.get(best.fkey, best.fkey), renamed.get(best.fwhen, best.fwhen) if best.dated else None
     members = [t for t in group.tables if t in named]
-    if len(members) == 1:  # one part named: that file alone, under its own name for the key
-        own = {v: k for k, v in group.renames.get(members[0].label, {}).items()}.get(key, key)
-        return replace(best, facts=members[0], fkey=own)
+    if len(members) == 1:  # one part named: that file alone, under its own names for the key columns
+        own = {v: k for k, v in group.renames.get(members[0].label, {}).items()}
+        return replace(best, facts=members[0], fkey=own.get(key, key),
+                       fwhen=own.get(when, when) if when is not None else None)
     parts = TableParts(tuple(members), {t.label: group.renames[t.label] for t in members if t.label in group.renames})
-    return replace(best, facts=members[0], fkey=key, parts=parts)
+    return replace(best, facts=members[0], fkey=key, fwhen=when, parts=parts)
