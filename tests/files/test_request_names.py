@@ -8,7 +8,7 @@ import pandas as pd
 
 from worldsmith.agents.analyst import task_files, user_prompt
 from worldsmith.tools.files import profile_workspace
-from worldsmith.tools.files.names import request_names, request_notes
+from worldsmith.tools.files.names import request_names, request_notes, table_holding_all
 
 REQUEST = ("Mean of `amount` over the `orders` records, only rows where `region` is 'north', from `data/orders_2024.csv` "
            "and `ledger.xlsx`; `region` is in `customers.csv`.")
@@ -87,6 +87,30 @@ def test_when_one_table_holds_every_named_column_it_says_to_use_that_table_alone
     assert any(x.startswith(alone) for x in request_notes("Slope of `fare` on `km` over `trip_id`.", ws))
     # `tip` lives in payments.csv only: two tables are needed, so no such line
     assert not any("alone" in x for x in request_notes("Mean `tip` by `km`.", ws))
+    # a name no table holds may be another table's column under another name (a memo says so): no such line
+    # either; a kind of row ("the `rides` records") is no column and does not count
+    assert not any("alone" in x for x in request_notes("Slope of `gratuity` on `km` over `trip_id`.", ws))
+    assert any(x.startswith(alone) for x in request_notes("Slope of `fare` on `km` over the `rides` records.", ws))
+
+
+def test_no_join_is_run_when_one_of_the_two_named_tables_holds_every_named_column(tmp_path: Path) -> None:
+    """generated-v1 writes "Other columns used: `period` in data/surveillance.csv.gz, data/hospital.sqlite" for a
+    mean of surveillance's `cases`: two files named, one table needed. The task turn says to compute from that
+    table alone, and no join runs to contradict it."""
+    from worldsmith.tools.files.join_code import plan_join
+
+    (tmp_path / "cases.csv").write_text("district_id,period,cases\n" + "".join(
+        f"D-{d:05d},2023-01-{w:02d},{d * w}\n" for d in (1, 2) for w in (2, 9)) + "D-00001,2023-01-02,7\n")
+    (tmp_path / "hospital.csv").write_text("district_id,period,hosp_adm\n" + "".join(
+        f"d{d},2023-01-{w:02d},{d + w}\n" for d in (1, 2) for w in (2, 9)))
+    ws = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True)
+    one = "Mean `cases` by `period` (in cases.csv and hospital.csv)."
+    assert plan_join(ws, one) is None and table_holding_all(one, ws) == "cases.csv"
+    both = "Correlation of `cases` with `hosp_adm` by `period` (cases.csv, hospital.csv)."
+    assert plan_join(ws, both) is not None and table_holding_all(both, ws) is None
+    # `admissions` is no table's column (hospital.csv calls it hosp_adm): the join is kept
+    renamed = "Correlation of `cases` with `admissions` by `period` (cases.csv, hospital.csv)."
+    assert plan_join(ws, renamed) is not None
 
 
 def test_parts_of_one_table_count_as_that_table(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from worldsmith.prompts import template
 from worldsmith.tools.files.loadcall import py_str
 from worldsmith.tools.files.models import CandidateJoin, TableProfile, WorkspaceProfile
-from worldsmith.tools.files.names import names_file
+from worldsmith.tools.files.names import names_file, table_holding_all
 from worldsmith.tools.files.parts import TableParts, table_parts
 
 TEMPLATE = "join_code.md"
@@ -171,8 +171,14 @@ def plan_join(ws: WorkspaceProfile, text: str) -> JoinPlan | None:
     Tables that are parts of one table (orders_2023.csv, orders_2024.csv) count as one: named with a table they
     link to, the parts are stacked (`pd.concat`, renamed columns renamed back) and the stack is joined. v11's
     composition named two yearly order files and, through the segment column, crm.xlsx: three tables, so no join
-    was written, and the model's own merge failed in every attempt."""
+    was written, and the model's own merge failed in every attempt.
+
+    No join either when one table holds every column the text writes (`names.table_holding_all`): the task turn
+    then says to compute from that table alone. generated-v1's "Other columns used: `period` in
+    data/surveillance.csv.gz, data/hospital.sqlite" named two tables for a mean of one of them."""
     named = [t for t in ws.tables if names_file(text, Path(t.file).name)]
+    if len(named) < 2 or table_holding_all(text, ws) is not None:  # one table holds every column the text writes
+        return None
     groups = table_parts(ws.tables)  # over the whole room: the profile keeps a family's links on one part only
     group_of = {label: i for i, g in enumerate(groups) for label in g.labels}
     units = {group_of.get(t.label, t.label) for t in named}

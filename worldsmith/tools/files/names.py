@@ -153,8 +153,6 @@ def request_notes(request: str, ws: WorkspaceProfile) -> list[str]:
     if not names or (len(ws.tables) < 2 and not ws.documents):
         return []
     notes = template("profile_notes.md")
-    # parts of one table (yearly files, sheets) count as that one table
-    whole = {label: ", ".join(g.labels) for g in table_parts(ws.tables) for label in g.labels}
     out = []
     holders = {name: _holders(ws, name) for name in names}
     rows = set(_ROWS.findall(request))
@@ -165,10 +163,26 @@ def request_notes(request: str, ws: WorkspaceProfile) -> list[str]:
             out.append(notes.section("rows named", name=name))
         else:
             out.append(notes.section("name not held", name=name, closest=_closest(ws, name)))
-    # every named column in one table: that table alone answers (a merge only adds rows that can fail to match)
-    wholes = [{whole.get(t.label, t.label) for t in held} for held in holders.values() if held]
-    common = set.intersection(*wholes) if len(wholes) >= 2 else set()
-    if common:
-        first = next(whole.get(t.label, t.label) for t in ws.tables if whole.get(t.label, t.label) in common)
+    if (first := table_holding_all(request, ws)) is not None:
         out.append(notes.section("one table holds all", table=first))
     return out + _missing_values(ws, request) + _document_lines(ws, holders)
+
+
+def table_holding_all(request: str, ws: WorkspaceProfile) -> str | None:
+    """The table (its parts' labels, comma-separated, for a table in parts) that holds every column of two or more
+    the request writes, or None: that table alone answers, and a merge only adds rows that can fail to match.
+    None too when the request writes a name no table holds (other than a kind of row, "the `students` records"):
+    that column may be another table's under another name (generated-v1's `exam_score` is exam_board.xlsx's
+    `score`, a memo says), and "compute from sis.csv alone" sent the model away from it."""
+    whole = {label: ", ".join(g.labels) for g in table_parts(ws.tables) for label in g.labels}
+    rows = set(_ROWS.findall(request))
+    wholes = []
+    for name in request_names(request)[:MAX_NAMES]:
+        if held := _holders(ws, name):
+            wholes.append({whole.get(t.label, t.label) for t in held})
+        elif name not in rows:
+            return None
+    common = set.intersection(*wholes) if len(wholes) >= 2 else set()
+    if not common:
+        return None
+    return next(whole.get(t.label, t.label) for t in ws.tables if whole.get(t.label, t.label) in common)
