@@ -289,3 +289,19 @@ def test_pandas_date_slips_get_their_notes() -> None:
     assert "holds dates as text" in note and "written in the format you gave" not in note
     other = _pandas_error(lambda: pd.Series([1]).loc[5])
     assert pandas_notes("s.loc[5]", other) == ""
+
+
+def test_a_text_column_in_a_numeric_operation_gets_the_numeric_forms() -> None:
+    """generated-v1: `df.corr()` over a joined frame with its id columns raised "could not convert string to float:
+    'S-00001'", and the 1.5B model ran the same cell four times. Errors raised by pandas itself."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import pandas_notes
+
+    df = pd.DataFrame({"id": ["S-00001", "S-00002", "S-00003"], "a": [1.0, 2.0, 4.0], "b": [2.0, 3.0, 9.0]})
+    for code, fn in [("df.corr()", df.corr), ("df.mean()", df.mean),
+                     ("df.groupby('a').mean()", lambda: df.groupby("a").mean()),
+                     ("df['id'].astype(float)", lambda: df["id"].astype(float))]:
+        note = pandas_notes(code, _pandas_error(fn))
+        assert 'df["a"].corr(df["b"])' in note and "numeric_only=True" in note, code
+    assert "numeric_only" not in pandas_notes("df.loc[7]", _pandas_error(lambda: df.loc[7]))

@@ -376,12 +376,18 @@ def bool_combine_error(code: str, error: Any) -> bool:
 _TEXT_DATES = re.compile(r"Can only use \.dt accessor with datetimelike values")
 #: what pd.to_datetime raises when a format= does not fit every value (files that write dates in other ways)
 _DATE_FORMAT = re.compile(r"time data .{0,80}? (?:doesn't|does not) match format|unconverted data remains")
+#: what pandas raises when a text column reaches a numeric operation (`df.corr()` over a frame with an id column,
+#: a mean of every column, a group mean over text columns), in pandas 3 and in earlier versions
+_TEXT_IN_NUMBERS = re.compile(r"could not convert string to float|Cannot perform reduction '\w+' with string dtype"
+                              r"|dtype '(?:str|object|string)' does not support operation|agg function failed"
+                              r"|Could not convert .{0,200} to numeric", re.IGNORECASE)
 
 
 def pandas_notes(code: str, error: Any) -> str:
     """Notes for pandas slips a small model repeats as written, however often the error comes back: conditions
-    combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, and a `format=` that does
-    not fit every date (tables that write dates differently). '' otherwise."""
+    combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, a `format=` that does
+    not fit every date (tables that write dates differently), and a text column in a numeric operation (the 1.5B
+    model ran `df.corr()` over a joined frame with its id columns four times). '' otherwise."""
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")
@@ -389,6 +395,8 @@ def pandas_notes(code: str, error: Any) -> str:
         text += "\n" + feedback("text dates")
     if error is not None and _DATE_FORMAT.search(f"{error.type}: {error.message}"):
         text += "\n" + feedback("date formats")
+    if error is not None and _TEXT_IN_NUMBERS.search(f"{error.type}: {error.message}"):
+        text += "\n" + feedback("text in numbers")
     return text
 
 
