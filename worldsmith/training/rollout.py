@@ -178,9 +178,9 @@ class SandboxEnvironment:
         loop = self._ensure_loop()
         timings = RolloutTimings()
         rollouts = [Rollout(prompt_ids=self.frame.prompt_ids(p)) for p in prompts]
-        ready_setups: dict[int, str] = {}  # rollout -> its setup, when it ran without an error
+        set_up: set[int] = set()  # the rollouts whose setup ran without an error
         sessions = [loop.submit(self._open(list(paths), timings, setups[k] if setups is not None else "",
-                                           lambda code, k=k: ready_setups.__setitem__(k, code)))
+                                           lambda k=k: set_up.add(k)))
                     for k, paths in enumerate(inputs)]
         pending: dict[int, concurrent.futures.Future[str]] = {}
         ready = list(range(len(rollouts)))
@@ -210,7 +210,7 @@ class SandboxEnvironment:
         for k, r in enumerate(rollouts):
             if r.answer is not None:
                 wanted = list(names[k]) if names is not None else []
-                ran = [Cell(code=ready_setups[k], ok=True, observation="")] if k in ready_setups else []
+                ran = [Cell(code=setups[k], ok=True, observation="")] if setups is not None and k in set_up else []
                 found = no_evidence(ran + r.executed, [str(p) for p in inputs[k]]) or \
                     example_copy(r.answer, wanted, r.executed)
                 r.unsupported = f"{found.kind}: {found.detail}" if found else None
@@ -272,7 +272,7 @@ class SandboxEnvironment:
         return self._loop
 
     async def _open(self, inputs: list[Path], timings: RolloutTimings, setup: str = "",
-                    on_setup: Callable[[str], None] | None = None) -> Sandbox:
+                    on_setup: Callable[[], None] | None = None) -> Sandbox:
         start = time.perf_counter()
         if self.config.pool_size > 0:
             if self._pool is None:
@@ -284,7 +284,7 @@ class SandboxEnvironment:
         if self.config.prelude:
             await sb.run(PRELUDE)
         if setup and (await sb.run(setup)).ok and on_setup is not None:
-            on_setup(setup)  # it counts as a cell that read the data, as in inference
+            on_setup()  # it counts as a cell that read the data, as in inference
         timings.sandbox_s += time.perf_counter() - start
         return sb
 
