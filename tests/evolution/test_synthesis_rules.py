@@ -199,15 +199,13 @@ def test_a_task_over_two_linked_tables_names_the_key(tmp_path) -> None:
 
 def test_a_task_over_two_tables_of_one_grain_names_the_id_and_the_date(tmp_path) -> None:
     """A ledger and an HR report, one row per branch and month each: the id alone matches a row to three."""
+    from tests.files.panel_kit import write_panel
     from worldsmith.evolution.synthesis import link_line
     from worldsmith.tools.files import profile_workspace
 
     data = tmp_path / "data"
     data.mkdir()
-    (data / "ledger.csv").write_text("branch_id,period,opex\n" + "".join(
-        f"BR_{b},2023-{m:02d}-01,{100 * b + m}\n" for b in (1, 2, 3) for m in (1, 2, 3)))
-    (data / "hr.csv").write_text("branch_id,period,headcount\n" + "".join(
-        f"B-{b:05d},2023-{m:02d}-01,{b + m}\n" for b in (1, 2, 3) for m in (1, 2, 3)) + "B-00001,2023-01-01,9\n")
+    write_panel(data)
     line = link_line(profile_workspace([data]), ["l = pd.read_csv('ledger.csv')\nh = pd.read_csv('hr.csv')"])
     assert "each row of `data/ledger.csv` belongs to at most one row of `data/hr.csv`" in line
     assert "by the number in the id" in line

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tests.files.panel_kit import write_panel
 from worldsmith.tools.files import profile_workspace
 from worldsmith.tools.files.join_code import plan_join
 
@@ -123,23 +124,11 @@ def test_one_named_part_of_a_lookup_family_is_joined_as_a_table(tmp_path: Path) 
     assert plan_join(ws, "Join orders.csv, crm_2023.csv and crm_2024.csv.") is None  # a stack of lookups: no join
 
 
-def _panel(tmp_path: Path) -> None:
-    """A ledger and a headcount report, one row per branch and month each: ids spelled `BR_k` / `B-0000k`, dates
-    `2023-0m-01` / `2023/0m/01`; the report repeats branch 2's March row with another headcount (the first counts)
-    and has a month the ledger lacks."""
-    ledger = "branch_id,period,opex\n" + "".join(
-        f"BR_{b},2023-{m:02d}-01,{100 * b + 10 * m}\n" for b in (1, 2, 3) for m in (1, 2, 3))
-    hr = "branch_id,period,headcount\n" + "".join(
-        f"B-{b:05d},2023/{m:02d}/01,{b + m}\n" for b in (1, 2, 3) for m in (1, 2, 3, 4)) + "B-00002,2023/03/01,99\n"
-    (tmp_path / "ledger.csv").write_text(ledger)
-    (tmp_path / "hr.csv").write_text(hr)
-
-
 def test_tables_of_one_grain_join_on_the_id_and_the_date_together(tmp_path: Path) -> None:
     """generated-v1: opex in a ledger against headcount in an HR report, each one row per branch and month. Neither
     id is unique alone, so no many-to-one join existed and the model stacked the tables with pd.concat (every
     cell failed in 5 such questions of 27)."""
-    _panel(tmp_path)
+    write_panel(tmp_path)
     ws = profile_workspace([tmp_path / "ledger.csv", tmp_path / "hr.csv"], as_mounted=True)
     plan = plan_join(ws, "The slope of opex (ledger.csv) on headcount (hr.csv).")
     assert plan is not None and plan.dated and plan.spelled
@@ -158,7 +147,7 @@ def test_tables_of_one_grain_join_on_the_id_and_the_date_together(tmp_path: Path
 
 
 def test_a_single_key_join_is_preferred_and_no_date_pair_means_no_dated_join(tmp_path: Path) -> None:
-    _panel(tmp_path)
+    write_panel(tmp_path)
     (tmp_path / "branches.csv").write_text("branch_id,region\nb1,north\nb2,south\nb3,north\n")
     ws = profile_workspace([tmp_path / n for n in ("ledger.csv", "hr.csv", "branches.csv")], as_mounted=True)
     plan = plan_join(ws, "Join hr.csv and branches.csv.")

@@ -288,14 +288,10 @@ async def test_yearly_parts_and_the_table_holding_the_goals_column_are_stacked_a
 def test_a_table_of_the_same_grain_holding_the_goals_column_is_linked_either_way(tmp_path: Path) -> None:
     """A ledger and an HR report, one row per branch and month each (no id is unique alone): a goal naming one of
     them and a column of the other gets the other, whichever is named."""
+    from tests.files.panel_kit import write_panel
     from worldsmith.agents.executor import linked_files
 
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "ledger.csv").write_text("branch_id,period,opex\n" + "".join(
-        f"BR_{b},2023-{m:02d}-01,{100 * b + m}\n" for b in (1, 2, 3) for m in (1, 2, 3)))
-    (data / "hr.csv").write_text("branch_id,period,headcount\n" + "".join(
-        f"B-{b:05d},2023-{m:02d}-01,{b + m}\n" for b in (1, 2, 3) for m in (1, 2, 3)) + "B-00001,2023-01-01,9\n")
+    data = write_panel(tmp_path)
     inputs = [data / "ledger.csv", data / "hr.csv"]
     assert linked_files("The slope of opex on headcount in ledger.csv.", inputs, {"ledger.csv"}) == {
         "hr.csv": ["headcount"]}
