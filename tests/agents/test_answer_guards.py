@@ -305,3 +305,15 @@ def test_a_text_column_in_a_numeric_operation_gets_the_numeric_forms() -> None:
         note = pandas_notes(code, _pandas_error(fn))
         assert 'df["a"].corr(df["b"])' in note and "numeric_only=True" in note, code
     assert "numeric_only" not in pandas_notes("df.loc[7]", _pandas_error(lambda: df.loc[7]))
+
+
+def test_an_argument_a_call_does_not_take_is_named() -> None:
+    """`df["a"].corr(df["b"], ddof=0)`: three falsification checks of embedded evolution runs crashed on it."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import pandas_notes
+
+    s = pd.Series([1.0, 2.0, 4.0])
+    note = pandas_notes("s.corr(s, ddof=0)", _pandas_error(lambda: s.corr(s, ddof=0)))
+    assert "`Series.corr()` takes no argument `ddof`" in note
+    assert "takes no argument" not in pandas_notes("s.loc[7]", _pandas_error(lambda: s.loc[7]))

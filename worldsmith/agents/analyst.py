@@ -378,6 +378,8 @@ _TEXT_DATES = re.compile(r"Can only use \.dt accessor with datetimelike values")
 _DATE_FORMAT = re.compile(r"time data .{0,80}? (?:doesn't|does not) match format|unconverted data remains")
 #: what pandas raises when a text column reaches a numeric operation (`df.corr()` over a frame with an id column,
 #: a mean of every column, a group mean over text columns), in pandas 3 and in earlier versions
+#: a call given an argument it does not take (`s.corr(t, ddof=0)`: three embedded validator checks crashed on it)
+_UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")
 _TEXT_IN_NUMBERS = re.compile(r"could not convert string to float|Cannot perform reduction '\w+' with string dtype"
                               r"|dtype '(?:str|object|string)' does not support operation|agg function failed"
                               r"|Could not convert .{0,200} to numeric", re.IGNORECASE)
@@ -386,8 +388,9 @@ _TEXT_IN_NUMBERS = re.compile(r"could not convert string to float|Cannot perform
 def pandas_notes(code: str, error: Any) -> str:
     """Notes for pandas slips a small model repeats as written, however often the error comes back: conditions
     combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, a `format=` that does
-    not fit every date (tables that write dates differently), and a text column in a numeric operation (the 1.5B
-    model ran `df.corr()` over a joined frame with its id columns four times). '' otherwise."""
+    not fit every date (tables that write dates differently), a text column in a numeric operation (the 1.5B
+    model ran `df.corr()` over a joined frame with its id columns four times), and an argument a call does not
+    take. '' otherwise."""
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")
@@ -397,6 +400,8 @@ def pandas_notes(code: str, error: Any) -> str:
         text += "\n" + feedback("date formats")
     if error is not None and _TEXT_IN_NUMBERS.search(f"{error.type}: {error.message}"):
         text += "\n" + feedback("text in numbers")
+    if error is not None and (m := _UNKNOWN_ARGUMENT.search(f"{error.type}: {error.message}")):
+        text += "\n" + feedback("unknown argument", call=m.group("call"), name=m.group("name"))
     return text
 
 

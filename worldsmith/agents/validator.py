@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide
+from worldsmith.agents.analyst import decide, frame_columns_note, pandas_notes
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.agents.executor import OBSERVATION_CHARS, named_files
 from worldsmith.core.claim_numbers import (
@@ -322,7 +322,7 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
         if check.ok or attempt == CHECK_ATTEMPTS:
             break
         # a check that does not run is no evidence either way: the model gets its error and one more try
-        failure = check.to_observation(1500)
+        failure = check.to_observation(1500) + frame_columns_note(check) + pandas_notes(plan.code, check.error)
         out.errors.append(f"falsification check {attempt} did not run: {failure[:300]}")
         messages = [*messages, {"role": "assistant", "content": call.reply},
                     {"role": "user", "content": t.section("check failed", observation=failure)}]

@@ -243,6 +243,8 @@ async def test_a_check_that_never_runs_cannot_falsify_the_reproduced_claim(scrip
     assert v.ground_truth == "South sold 70 in total." and "stands on its reproduction alone" in v.issues[0]
     assert "could not convert string to float" in v.falsification  # the last crash is on record
     assert len(out.calls) == 2 and out.errors[0].startswith("falsification check 1 did not run")
+    # the retry carried the analyst's note for the error, as the analyst and the executor get it
+    assert "`sum()` takes no argument `ddof`" in script.requests[1].last_user
 
 
 async def test_a_check_that_lands_on_the_claims_numbers_supports_it_without_a_judgement(
