@@ -198,6 +198,9 @@ def test_a_correlation_with_a_linked_tables_column_takes_its_x_from_the_script(t
 
     assert "Pearson's r of `amount` and `income`" in script_method(fixed, script).aggregation
     assert script_method(fixed, "df['amount'].corr(df['income'], method='spearman')") == fixed
+    # an aggregation written as "none" is replaced, not kept in front of the method ("Computation: none (Pearson's…")
+    named = script_method(fixed.model_copy(update={"aggregation": "none"}), script).aggregation
+    assert named == "Pearson's r of `amount` and `income` over the rows where both are recorded"
 
 
 async def test_the_task_writer_falls_back_to_the_repair(root: Path, tmp_path: Path) -> None:

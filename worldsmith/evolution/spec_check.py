@@ -364,12 +364,19 @@ def script_method(facets: AnswerFacets, script: str) -> AnswerFacets:
     return facets.model_copy(update={"aggregation": _method_named(facets)})
 
 
+#: what a model writes for the aggregation of a correlation or slope, which has none of its own
+_NO_AGGREGATION = {"", "none", "n/a", "na", "-", "null", "not applicable"}
+
+
 def _method_named(facets: AnswerFacets) -> str:
     """The aggregation with its method said: Pearson's r for a correlation, the least-squares slope for a slope."""
     x, y = facets.x.variable if facets.x else "x", facets.measure.variable
     method = (f"Pearson's r of `{y}` and `{x}`" if facets.quantity == "correlation" else
               f"the least-squares slope of `{y}` on `{x}`")
-    return f"{facets.aggregation.rstrip('.')} ({method} over the rows where both are recorded)"
+    said = facets.aggregation.strip().rstrip(".")
+    if said.lower() in _NO_AGGREGATION:  # v12's "Computation: none (Pearson's r of …)"
+        return f"{method} over the rows where both are recorded"
+    return f"{said} ({method} over the rows where both are recorded)"
 
 
 def _window_dates(tables: dict[str, pd.DataFrame], column: str) -> pd.Series:
