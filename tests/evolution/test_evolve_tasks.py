@@ -53,7 +53,10 @@ async def test_tasks_from_shallow_and_deep_nodes_withhold_every_intermediate_art
 
     deep = coll.read(written[2].task_id)
     assert "first establish, from the data, this intermediate result" in deep.instruction  # deepen → prerequisite
-    assert "find and use what the workspace's documents" in deep.instruction  # search → retrieval
+    # search → retrieval; over the rows as recorded, to mention, not to apply (a memo's cleaning rule would change
+    # the number the spec pins)
+    assert "find what the workspace's documents" in deep.instruction and "and mention" in deep.instruction
+    assert "find and use" not in deep.instruction
     assert "`data/memo_q3.md`" in deep.instruction
     report = coll.read(written[1].task_id)  # its path's scripts keep every row: the report says so
     assert "over the rows of the files as recorded" in report.instruction

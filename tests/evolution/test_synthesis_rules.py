@@ -210,3 +210,16 @@ def test_a_task_over_two_tables_of_one_grain_names_the_id_and_the_date(tmp_path)
     assert "each row of `data/ledger.csv` belongs to at most one row of `data/hr.csv`" in line
     assert "by the number in the id" in line
     assert "its `period` read as a date equal\nto the row's `period`" in line and "its first row counts" in line
+
+
+def test_a_retrieval_requirement_over_rows_as_recorded_asks_to_mention_the_documents_not_to_apply_them() -> None:
+    """v12: "find and use what the documents say" beside "every row as recorded": the memo's "the first row
+    counts" is a second reading (mean_business 3.22 after dropping repeats against the expected 3.20)."""
+    from worldsmith.evolution.synthesis import Requirement
+
+    reqs = [Requirement(kind="retrieval", node=2, text="What does the memo say?", sources=["memos/orders.md"])]
+    used = instruction("What is the mean basket?", reqs, "answer_tags", "@m[value]")
+    assert "- find and use what the workspace's documents (`data/memos/orders.md`)" in used
+    mentioned = instruction("What is the mean basket?", reqs, "answer_tags", "@m[value]", recorded=True)
+    assert "find and use" not in mentioned and "and mention\n  it" in mentioned
+    assert "it does not change how the numbers are computed" in mentioned and "What does the memo say?" in mentioned

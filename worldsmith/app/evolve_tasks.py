@@ -26,7 +26,7 @@ from worldsmith.agents.criterion_validator import validate_criteria
 from worldsmith.agents.executor import execute
 from worldsmith.agents.rubric_generator import generate_rubric
 from worldsmith.agents.task_writer import write_answer_spec
-from worldsmith.evolution.spec_check import recorded_population, script_method, spec_value
+from worldsmith.evolution.spec_check import AS_RECORDED, recorded_population, script_method, spec_value
 from worldsmith.agents.validator import SAME_NUMBER
 from worldsmith.core.answer_spec import render_answer_spec
 from worldsmith.core.evolution_schemas import EvidenceCard, ExecutionResult, GoalPackage
@@ -181,8 +181,9 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
     answer = AnswerSpec(name=name, value=round((value if exact is None else exact) * f.factor, 9),
                         tolerance=answer_tolerance(f.decimals, exact is not None), unit=f.grading_unit,
                         description=f.aggregation, spec=f)
+    recorded = syn.as_recorded([code for _, code in scripts]) or AS_RECORDED in f.population
     return {"kind": "closed_form", "instruction": syn.instruction(goal, reqs, "answer_tags", render_answer_spec(f),
-                                                                  link=link),
+                                                                  link=link, recorded=recorded),
             "deliverable": DeliverableSpec(format="answer_tags", answer_names=[name]), "answers": [answer],
             "solution": syn.solution_code(scripts, name, f.factor, f.decimals)}, ""
 

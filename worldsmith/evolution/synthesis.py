@@ -166,7 +166,8 @@ def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, an
                 recorded: bool = False, link: str = "", methods: list[str] | None = None,
                 format_line: bool = True) -> str:
     """The task's instruction. A closed form's answer block pins its own population; a report whose numbers were
-    computed over the rows as recorded (`recorded`) says so, or a solver who follows a document's cleaning rule
+    computed over the rows as recorded (`recorded`) says so (and for both, a retrieval requirement then asks to
+    mention what the documents say, not to use it), or a solver who follows a document's cleaning rule
     computes other numbers than its rubric expects; and it names the statistical methods of the target's script
     (`methods`, from `methods_in`): a blind solve of v11's discount-amount report read "the correlation" as
     Spearman's, -0.2126 against the rubric's -0.1950 ± 2%. `link` (from `link_line`) says how two joined tables
@@ -175,7 +176,10 @@ def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, an
     t = template(TASK_TEMPLATE)
     parts = [t.section("opening", goal=task_question(goal))]
     if reqs:
-        lines = [t.section(r.kind if r.text else f"{r.kind} of the question", question=r.text,
+        # over the rows as recorded, "find and use what the documents say" reads as "apply the memo's cleaning
+        # rule" (v12's closed forms: the memo's "the first row counts" moves mean_business from 3.20 to 3.22)
+        lines = [t.section((r.kind if r.text else f"{r.kind} of the question")
+                           + (" recorded" if recorded and r.kind == "retrieval" else ""), question=r.text,
                            sources=", ".join(f"`{DATA}/{s}`" for s in r.sources) or "the memos and notes")
                  for r in reqs]
         parts.append(t.section("requirements", requirements="\n".join(lines)))
