@@ -59,6 +59,12 @@ async def test_tasks_from_shallow_and_deep_nodes_withhold_every_intermediate_art
     assert "find and use" not in deep.instruction
     assert "`data/memo_q3.md`" in deep.instruction
     report = coll.read(written[1].task_id)  # its path's scripts keep every row: the report says so
+    # the dual-evidence solvers' work folders stay in the run directory, one per role, with their logs
+    from worldsmith.app.evolve_tasks import EVIDENCE_DIR, SOLVER_ROLES
+
+    for role in SOLVER_ROLES:
+        solver = run_dir / EVIDENCE_DIR / written[1].task_id / role
+        assert (solver / "execution_result.json").is_file() and any(solver.glob("analyze_*.py")), role
     assert "over the rows of the files as recorded" in report.instruction
     assert "150.0" not in deep.instruction and "30.0" not in deep.instruction  # no intermediate result leaks
     answer = deep.answers[0]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -50,6 +51,8 @@ from worldsmith.tools.sandbox import open_sandbox
 
 TASKS_DIR = "tasks"
 ROOT_EXPORT = "tasks_root"
+#: the dual-evidence solvers' work folders (script, analysis log, result), per task and role, in the run directory
+EVIDENCE_DIR = "evidence"
 SOLVER_ROLES = ("agent", "teacher")  # the dual-evidence runs: two independent solvers
 #: a later solver on the same greedy endpoint as an earlier one samples at this temperature
 SOLVER_TEMPERATURE = 0.7
@@ -110,13 +113,15 @@ async def evidence_cards(rt: GraphRuntime, goal: str, root_dir: Path, task_id: s
     data_files = sorted({f.name for f in (root_dir / syn.DATA).rglob("*") if f.is_file()})
     for i, role in enumerate(SOLVER_ROLES):
         same = any(endpoints[i] == endpoints[j] for j in range(i)) and endpoints[i].temperature == 0
-        with tempfile.TemporaryDirectory(prefix="solver-") as tmp:
-            out = await execute(rt.llm, GoalPackage(goal=goal), node=f"{task_id}-{role}", workdir=Path(tmp),
-                                inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox, role=role,
-                                temperature=SOLVER_TEMPERATURE if same else None)
-            r = out.value
-            script = (Path(tmp) / r.script).read_text(encoding="utf-8", errors="replace") \
-                if r is not None and r.script and (Path(tmp) / r.script).is_file() else ""
+        work = root_dir.parent / EVIDENCE_DIR / task_id / role  # kept: why a solver failed is read from its log
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        out = await execute(rt.llm, GoalPackage(goal=goal), node=f"{task_id}-{role}", workdir=work,
+                            inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox, role=role,
+                            temperature=SOLVER_TEMPERATURE if same else None)
+        r = out.value
+        script = (work / r.script).read_text(encoding="utf-8", errors="replace") \
+            if r is not None and r.script and (work / r.script).is_file() else ""
         if r is None or r.status != "completed":
             errors.append(f"solver {role}: {r.error if r else 'no result'}")
             continue
