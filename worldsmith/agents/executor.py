@@ -134,7 +134,9 @@ async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: lis
     named = only or {p.name for p in shown if names_file(goal, p.name)}
     if len(named) < 2:
         return None, ""
-    ws = await asyncio.to_thread(mounted_profile, [str(p) for p in shown], only)
+    # every table of the shown inputs, not only the named ones: the profile keeps a family's links (orders_2023.csv,
+    # orders_2024.csv → crm) on its first part, so a goal naming the 2024 part alone had no link left to join by
+    ws = await asyncio.to_thread(mounted_profile, [str(p) for p in shown])
     plan = plan_join(ws, goal)
     if plan is None:
         return None, ""
@@ -209,24 +211,28 @@ class _Log:
 async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path, inputs: list[Path],
                   sandbox: SandboxConfig, role: str = "agent", max_script_attempts: int = 3, report_retries: int = 2,
                   timeout_s: float | None = None, feedback: str | None = None,
-                  profile_chars: int = PROFILE_CHARS, temperature: float | None = None) -> Outcome[ExecutionResult]:
+                  profile_chars: int = PROFILE_CHARS, temperature: float | None = None,
+                  scope: str | None = None) -> Outcome[ExecutionResult]:
     """Run `goal` and write the node's three files into `workdir`. `feedback`: a reviewer's issues with an
     earlier attempt (the review loop's revision round); `temperature`: the script turns' sampling temperature (None:
-    the role's own). The result is returned even when it failed."""
+    the role's own); `scope`: the text whose named files are shown and joined (default: the goal) — a task's
+    instruction also names the files of the earlier questions it builds on, which its own quantity does not read.
+    The result is returned even when it failed."""
     if max_script_attempts < 1:
         raise ValueError(f"executor: max_script_attempts must be at least 1, got {max_script_attempts}")
     workdir.mkdir(parents=True, exist_ok=True)
     # the files the goal names only (all when it names none): shown every file of a data room, the 1.5B model
     # read each one (read_csv on README.md) or merged them into one-table questions and failed (KeyError on a
     # suffixed column, str vs int keys). The sandbox still mounts every input.
-    t, shown, names = template(TEMPLATE), named_inputs(goal.goal, inputs), [p.name for p in inputs]
-    only = named_files(goal.goal, shown)
-    named = only or {p.name for p in shown if names_file(goal.goal, p.name)}
-    extra = await asyncio.to_thread(linked_files, goal.goal, inputs, named)
+    scope = goal.goal if scope is None else scope
+    t, shown, names = template(TEMPLATE), named_inputs(scope, inputs), [p.name for p in inputs]
+    only = named_files(scope, shown)
+    named = only or {p.name for p in shown if names_file(scope, p.name)}
+    extra = await asyncio.to_thread(linked_files, scope, inputs, named)
     if extra:  # the table that holds the goal's columns is shown and joined too
         shown += [p for p in inputs if p.name in extra and p not in shown]
         only = only | set(extra) if only else only
-    join_text = goal.goal + "".join(f"\n{name}" for name in extra)
+    join_text = scope + "".join(f"\n{name}" for name in extra)
     joined, why = await prepare_join(join_text, shown, only, inputs, sandbox, timeout_s)
     log = _Log(goal.goal)
     for name, columns in extra.items():

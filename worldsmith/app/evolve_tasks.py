@@ -104,10 +104,12 @@ async def replay_path(rt: GraphRuntime, root_dir: Path, scripts: list[tuple[str,
     return float(found.group(1)), ""
 
 
-async def evidence_cards(rt: GraphRuntime, goal: str, root_dir: Path, task_id: str) -> tuple[list[EvidenceCard], list[str]]:
+async def evidence_cards(rt: GraphRuntime, goal: str, root_dir: Path, task_id: str,
+                         scope: str | None = None) -> tuple[list[EvidenceCard], list[str]]:
     """Independent solver runs from the root workspace, one per role, each as an evidence card. When the roles
     resolve to one greedy endpoint (the embedded default for both), the later runs sample at SOLVER_TEMPERATURE:
-    two greedy runs of one model are one run twice (both embedded solvers failed on the same SyntaxError)."""
+    two greedy runs of one model are one run twice (both embedded solvers failed on the same SyntaxError).
+    `scope`: the part of the task whose named files the solvers are shown and joined (`execute`'s scope)."""
     cards, errors = [], []
     endpoints = [rt.settings.llm.for_role(role) for role in SOLVER_ROLES]
     data_files = sorted({f.name for f in (root_dir / syn.DATA).rglob("*") if f.is_file()})
@@ -118,7 +120,7 @@ async def evidence_cards(rt: GraphRuntime, goal: str, root_dir: Path, task_id: s
         work.mkdir(parents=True)
         out = await execute(rt.llm, GoalPackage(goal=goal), node=f"{task_id}-{role}", workdir=work,
                             inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox, role=role,
-                            temperature=SOLVER_TEMPERATURE if same else None)
+                            temperature=SOLVER_TEMPERATURE if same else None, scope=scope)
         r = out.value
         script = (work / r.script).read_text(encoding="utf-8", errors="replace") \
             if r is not None and r.script and (work / r.script).is_file() else ""
@@ -199,8 +201,10 @@ async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requir
     how = {"recorded": syn.as_recorded([code for _, code in scripts]), "link": link,
            "methods": syn.methods_in(scripts[-1][1]) if scripts else None}
     text = syn.instruction(goal, reqs, fmt, **how)
+    # the files the question itself reads: a requirement's earlier question names others (v12: "In
+    # orders_2023.csv, …" beside a question on orders_2024.csv stacked both years into the solvers' join)
     cards, errors = await evidence_cards(rt, syn.instruction(goal, reqs, fmt, format_line=False, **how), root_dir,
-                                         task_id)
+                                         task_id, scope=syn.instruction(goal, [], fmt, format_line=False, **how))
     if len(cards) < 2:
         return None, "dual evidence needs >= 2 successful solver runs: " + "; ".join(errors), []
     draft = await generate_rubric(rt.llm, text, node.conclusion, cards)

@@ -285,6 +285,37 @@ async def test_yearly_parts_and_the_table_holding_the_goals_column_are_stacked_a
                                  "mean_consumer": pytest.approx(sum(consumer) / len(consumer))}
 
 
+async def test_the_scope_picks_the_files_shown_and_joined_not_the_whole_goal(scripted_llm, tmp_path: Path,
+                                                                              sandbox_config) -> None:
+    """v12: a report's instruction named orders_2023.csv in the earlier question it builds on, beside its own
+    question on orders_2024.csv and crm: the dual-evidence solvers got both years stacked into their join. With
+    the question as the scope, only the 2024 orders are joined (a later part named alone in a folder input: the
+    profile keeps the family's link on the 2023 part, which the join planning must still see)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "orders_2023.csv").write_text("order_id,acct_ref,basket\n" + "".join(
+        f"A{i},C-{(i % 5) + 1:05d},{i}\n" for i in range(1, 11)))
+    (data / "orders_2024.csv").write_text("order_id,acct_ref,basket\n" + "".join(
+        f"B{i},C-{(i % 4) + 1:05d},{2 * i}\n" for i in range(1, 9)))
+    (data / "crm.csv").write_text("customer_id,segment\n" + "".join(
+        f"CUST_{k},{'business' if k % 2 else 'consumer'}\n" for k in range(1, 6)))
+    question = "Joining orders_2024.csv to crm.csv, what is the mean basket by segment?"
+    goal = GoalPackage(goal=question + "\n- background: In orders_2023.csv, what is the mean basket?")
+    analysis = "for k, v in df.groupby('segment')['basket'].mean().items():\n    print(f'RESULT mean_{k} = {v}')"
+    script, llm = scripted_llm
+    script.queue(f"<think>x</think><code>{analysis}</code>", {**REPORT, "conclusion": "See the numbers."})
+    out = await execute(llm, goal, node=1, workdir=tmp_path / "n1", inputs=[data], sandbox=sandbox_config,
+                        scope=question)
+    user = script.requests[0].messages[-1]["content"]
+    assert "(8 of 8 rows matched)" in user and "pd.concat([" not in user and "- orders_2023.csv" not in user
+    assert "background: In orders_2023.csv" in user  # the goal itself is shown whole
+    # by hand: 2024 order i → account (i % 4) + 1, basket 2 i; odd accounts are business
+    business = [2 * i for i in range(1, 9) if ((i % 4) + 1) % 2]
+    consumer = [2 * i for i in range(1, 9) if not ((i % 4) + 1) % 2]
+    assert out.value.numbers == {"mean_business": pytest.approx(sum(business) / len(business)),
+                                 "mean_consumer": pytest.approx(sum(consumer) / len(consumer))}
+
+
 def test_a_table_of_the_same_grain_holding_the_goals_column_is_linked_either_way(tmp_path: Path) -> None:
     """A ledger and an HR report, one row per branch and month each (no id is unique alone): a goal naming one of
     them and a column of the other gets the other, whichever is named."""
