@@ -317,3 +317,26 @@ def test_an_argument_a_call_does_not_take_is_named() -> None:
     note = pandas_notes("s.corr(s, ddof=0)", _pandas_error(lambda: s.corr(s, ddof=0)))
     assert "`Series.corr()` takes no argument `ddof`" in note
     assert "takes no argument" not in pandas_notes("s.loc[7]", _pandas_error(lambda: s.loc[7]))
+
+
+def test_a_name_a_memo_says_another_column_holds_gets_that_memo_line_after_a_keyerror(tmp_path) -> None:
+    """generated-v1: the task turn quoted "The column `amount_due` holds `bill_usd`.", and the 1.5B model still
+    looked `bill_usd` up three times. The KeyError now quotes the item; an item naming no column of the data, or a
+    key that is a column, gets nothing."""
+    from worldsmith.agents.analyst import observation_text
+    from worldsmith.agents.answer_guards import documented_columns, profile_facts
+    from worldsmith.tools.sandbox.base import ExecError, ExecResult
+
+    (tmp_path / "billing.csv").write_text("household_id,amount_due\nH-1,10.5\nH-2,7.25\n")
+    (tmp_path / "billing.md").write_text("# Notes on billing\n\n- The column `amount_due` holds `bill_usd`.\n"
+                                         "- `bill_usd` is in USD.\n- Ids look like `H-1`.\n")
+    facts = profile_facts([str(tmp_path / "billing.csv"), str(tmp_path / "billing.md")])
+    said = "billing.md says: The column `amount_due` holds `bill_usd`."
+    assert documented_columns("bill_usd", facts) == [said]
+    failed = ExecResult(error=ExecError(type="KeyError", message="'bill_usd'"))
+    text = observation_text(failed, 2000, facts, code="df['bill_usd'].mean()")
+    assert said in text and "Use that column" in text and "`bill_usd` is in USD" not in text
+    other = ExecResult(error=ExecError(type="KeyError", message="'amount_due'"))
+    assert "the documents say" not in observation_text(other, 2000, facts, code="x['amount_due']")
+    # the facts survive the graph state's round trip
+    assert DataFacts.from_state(facts.to_state()).documents == facts.documents

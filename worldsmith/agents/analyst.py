@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from worldsmith.agents.answer_guards import DataFacts
+from worldsmith.agents.answer_guards import DataFacts, documented_columns
 from worldsmith.core.schemas import Action
 from worldsmith.prompts import template, versions  # noqa: F401  (versions: re-exported for callers)
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
@@ -466,12 +466,12 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
                      cut_off_at: int | None = None) -> str:
     """The interpreter output the model sees for one executed cell, with a nudge after errors: for a KeyError, the
     columns of the DataFrame it was looked up in (when the sandbox reports them), and with the inputs' `facts` the
-    data's spelling of a near-miss column name and, for a column only some tables have, those tables and the
-    others' columns; for a file read with the wrong pandas reader, its exact load call; for a merge on ids the
-    tables spell differently that matched nothing, how to merge them; for a column compared with a text it does not
-    hold, the values it has (:func:`unheld_values`); for conditions combined without parentheses
-    (or with `and`/`or`) and for `.dt` on text dates, how pandas wants them (:func:`pandas_notes`); for a cell cut off at the turn's token budget (`cut_off_at`), that
-    it was cut."""
+    data's spelling of a near-miss column name, for a column only some tables have, those tables and the
+    others' columns, and for a name no table has, the document items that name the column holding it; for a file
+    read with the wrong pandas reader, its exact load call; for a merge on ids the tables spell differently that
+    matched nothing, how to merge them; for a column compared with a text it does not hold, the values it has
+    (:func:`unheld_values`); for pandas slips, how pandas wants them (:func:`pandas_notes`); for a cell cut off at
+    the turn's token budget (`cut_off_at`), that it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
     facts = facts or DataFacts()
@@ -483,6 +483,10 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
     if error and error.type == "KeyError" and (elsewhere := columns_elsewhere(error.message, facts.tables)):
         text += "\n" + feedback("column elsewhere", where=". ".join(elsewhere))
+    if error and error.type == "KeyError" and (said := [line for key in keyerror_keys(error.message)
+                                                        if key not in facts.columns
+                                                        for line in documented_columns(key, facts)]):
+        text += "\n" + feedback("documented column", lines=" ".join(said))
     if merged := respelled_merges(code, getattr(result, "stdout", "") or "", facts.respelled, error):
         text += "\n" + feedback("respelled merge", columns=", ".join(map(repr, merged)), column=merged[0],
                                 spellings="; ".join(facts.respelled[c] for c in merged))

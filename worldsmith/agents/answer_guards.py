@@ -72,6 +72,8 @@ class DataFacts:
     respelled: dict[str, str] = field(default_factory=dict)
     # a text column whose every value the profile lists (read on every row) → those values, over all its tables
     values: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a document (memo, notes) → its list items as the profile read them ("The column `amount_due` holds `bill_usd`.")
+    documents: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_profile(cls, ws: Any) -> DataFacts:
@@ -107,21 +109,40 @@ class DataFacts:
                     continue
                 old = ranges.get(c.name, (lo, hi))
                 ranges[c.name] = (min(old[0], float(lo)), max(old[1], float(hi)))
+        documents = {d.file: tuple(item.group(1).strip() for line in d.first_lines if (item := _ITEM.match(line)))
+                     for d in getattr(ws, "documents", [])}
         return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads, tables,
                    _respelled(getattr(ws, "joins", [])),
-                   {k: tuple(v) for k, v in values.items() if k not in partial})
+                   {k: tuple(v) for k, v in values.items() if k not in partial},
+                   {k: v for k, v in documents.items() if v})
 
     def to_state(self) -> dict[str, Any]:
         return {"columns": list(self.columns), "ranges": {k: list(v) for k, v in self.ranges.items()},
                 "loads": dict(self.loads), "tables": {k: list(v) for k, v in self.tables.items()},
-                "respelled": dict(self.respelled), "values": {k: list(v) for k, v in self.values.items()}}
+                "respelled": dict(self.respelled), "values": {k: list(v) for k, v in self.values.items()},
+                "documents": {k: list(v) for k, v in self.documents.items()}}
 
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> DataFacts:
         return cls(tuple(data.get("columns") or ()), {k: (v[0], v[1]) for k, v in (data.get("ranges") or {}).items()},
                    dict(data.get("loads") or {}), {k: tuple(v) for k, v in (data.get("tables") or {}).items()},
                    dict(data.get("respelled") or {}),
-                   {k: tuple(v) for k, v in (data.get("values") or {}).items()})
+                   {k: tuple(v) for k, v in (data.get("values") or {}).items()},
+                   {k: tuple(v) for k, v in (data.get("documents") or {}).items()})
+
+
+#: a document's list item ("- text", "* text"): the lines a memo's rules are written as
+_ITEM = re.compile(r"^\s*[-*\u2022]\s+(.+)$")
+
+
+def documented_columns(key: str, facts: DataFacts) -> list[str]:
+    """'FILE says: ITEM' for each document item that writes `key` in backticks next to a column of the data in
+    backticks: a column a memo says holds the quantity under another name ("The column `amount_due` holds
+    `bill_usd`."). The task turn quotes it; the 1.5B model still looked `bill_usd` up three times."""
+    pattern = re.compile(rf"`{re.escape(key)}`")
+    known = set(facts.columns) - {key}
+    return [f"{file} says: {item}" for file, items in facts.documents.items() for item in items
+            if pattern.search(item) and any(f"`{c}`" in item for c in known)]
 
 
 def _respelled(joins: Sequence[Any]) -> dict[str, str]:
