@@ -247,13 +247,9 @@ async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_t
     assert "the goal's `region` is in crm.csv" in (work / LOG_FILE).read_text()
 
 
-async def test_yearly_parts_and_the_table_holding_the_goals_column_are_stacked_and_joined(
-        scripted_llm, tmp_path: Path, sandbox_config) -> None:
-    """v11's composition named orders_2023.csv and orders_2024.csv and asked for the mean basket by segment, a crm
-    column: three tables, so no join was written and the model's own merge failed on KeyError in every attempt.
-    The two yearly parts are one table: stacked, then joined to crm."""
-    from worldsmith.agents.executor import linked_files
-
+def yearly_orders_and_crm(tmp_path: Path) -> Path:
+    """data/orders_2023.csv (order i: account C-0000((i % 5) + 1), basket i), data/orders_2024.csv (order i: account
+    C-0000((i % 4) + 1), basket 2 i) and data/crm.csv (CUST_k, business when k is odd, else consumer)."""
     data = tmp_path / "data"
     data.mkdir()
     (data / "orders_2023.csv").write_text("order_id,acct_ref,basket\n" + "".join(
@@ -262,6 +258,17 @@ async def test_yearly_parts_and_the_table_holding_the_goals_column_are_stacked_a
         f"B{i},C-{(i % 4) + 1:05d},{2 * i}\n" for i in range(1, 9)))
     (data / "crm.csv").write_text("customer_id,segment\n" + "".join(
         f"CUST_{k},{'business' if k % 2 else 'consumer'}\n" for k in range(1, 6)))
+    return data
+
+
+async def test_yearly_parts_and_the_table_holding_the_goals_column_are_stacked_and_joined(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    """v11's composition named orders_2023.csv and orders_2024.csv and asked for the mean basket by segment, a crm
+    column: three tables, so no join was written and the model's own merge failed on KeyError in every attempt.
+    The two yearly parts are one table: stacked, then joined to crm."""
+    from worldsmith.agents.executor import linked_files
+
+    data = yearly_orders_and_crm(tmp_path)
     inputs = [data / n for n in ("orders_2023.csv", "orders_2024.csv", "crm.csv")]
     goal = GoalPackage(goal="Compute the mean basket across segment in the 2023 and 2024 orders using the "
                             "orders_2023.csv and orders_2024.csv files.")
@@ -291,14 +298,7 @@ async def test_the_scope_picks_the_files_shown_and_joined_not_the_whole_goal(scr
     question on orders_2024.csv and crm: the dual-evidence solvers got both years stacked into their join. With
     the question as the scope, only the 2024 orders are joined (a later part named alone in a folder input: the
     profile keeps the family's link on the 2023 part, which the join planning must still see)."""
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "orders_2023.csv").write_text("order_id,acct_ref,basket\n" + "".join(
-        f"A{i},C-{(i % 5) + 1:05d},{i}\n" for i in range(1, 11)))
-    (data / "orders_2024.csv").write_text("order_id,acct_ref,basket\n" + "".join(
-        f"B{i},C-{(i % 4) + 1:05d},{2 * i}\n" for i in range(1, 9)))
-    (data / "crm.csv").write_text("customer_id,segment\n" + "".join(
-        f"CUST_{k},{'business' if k % 2 else 'consumer'}\n" for k in range(1, 6)))
+    data = yearly_orders_and_crm(tmp_path)
     question = "Joining orders_2024.csv to crm.csv, what is the mean basket by segment?"
     goal = GoalPackage(goal=question + "\n- background: In orders_2023.csv, what is the mean basket?")
     analysis = "for k, v in df.groupby('segment')['basket'].mean().items():\n    print(f'RESULT mean_{k} = {v}')"
