@@ -223,3 +223,20 @@ def test_a_retrieval_requirement_over_rows_as_recorded_asks_to_mention_the_docum
     mentioned = instruction("What is the mean basket?", reqs, "answer_tags", "@m[value]", recorded=True)
     assert "find and use" not in mentioned and "and mention\n  it" in mentioned
     assert "it does not change how the numbers are computed" in mentioned and "What does the memo say?" in mentioned
+
+
+def test_the_link_line_comes_from_the_targets_script_not_its_prerequisites(tmp_path) -> None:
+    """v12: node 9's question joins orders_2024.csv to crm; its prerequisite joined orders_2023.csv. Drawn from
+    every script of the path, the link named both yearly files and the solvers' join stacked both years."""
+    from tests.files.panel_kit import yearly_orders_and_crm
+    from worldsmith.evolution.synthesis import link_line
+    from worldsmith.tools.files import profile_workspace
+
+    ws = profile_workspace([yearly_orders_and_crm(tmp_path)])
+    prerequisite = "o = pd.read_csv('orders_2023.csv'); c = pd.read_csv('crm.csv')"
+    target = "o = pd.read_csv('orders_2024.csv'); c = pd.read_csv('crm.csv')"
+    line = link_line(ws, [prerequisite, target])
+    assert "each row of `data/orders_2024.csv` belongs to at most one row of `data/crm.csv`" in line
+    assert "orders_2023" not in line
+    both = "o = pd.concat([pd.read_csv('orders_2023.csv'), pd.read_csv('orders_2024.csv')]); pd.read_csv('crm.csv')"
+    assert "`data/orders_2023.csv` and `data/orders_2024.csv`" in link_line(ws, [prerequisite, both])

@@ -1,4 +1,5 @@
-"""Two tables of one grain for join tests: a ledger and a headcount report, one row per branch and month each."""
+"""Small data rooms for join tests: two tables of one grain (a ledger and a headcount report, one row per branch
+and month each), and yearly order files with the crm they link to."""
 
 from __future__ import annotations
 
@@ -16,3 +17,17 @@ def write_panel(folder: Path) -> Path:
     (folder / "ledger.csv").write_text(ledger)
     (folder / "hr.csv").write_text(hr)
     return folder
+
+
+def yearly_orders_and_crm(tmp_path: Path) -> Path:
+    """data/orders_2023.csv (order i: account C-0000((i % 5) + 1), basket i), data/orders_2024.csv (order i: account
+    C-0000((i % 4) + 1), basket 2 i) and data/crm.csv (CUST_k, business when k is odd, else consumer)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "orders_2023.csv").write_text("order_id,acct_ref,basket\n" + "".join(
+        f"A{i},C-{(i % 5) + 1:05d},{i}\n" for i in range(1, 11)))
+    (data / "orders_2024.csv").write_text("order_id,acct_ref,basket\n" + "".join(
+        f"B{i},C-{(i % 4) + 1:05d},{2 * i}\n" for i in range(1, 9)))
+    (data / "crm.csv").write_text("customer_id,segment\n" + "".join(
+        f"CUST_{k},{'business' if k % 2 else 'consumer'}\n" for k in range(1, 6)))
+    return data

@@ -149,7 +149,9 @@ def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
     wrote for the node): the key columns, and that ids spelled differently match by their number. '' when the
     path joins no two tables. A join task that leaves the key to the solver has a reading per key a solver can
     guess (v9's join matched `order_id` with `order_id`, one written `O-00017`, the other `17`)."""
-    plan = plan_join(ws, "\n".join(scripts)) or (plan_join(ws, scripts[-1]) if scripts else None)
+    # the target's own script first: a prerequisite's script names its own files (v12: node 9's link named the
+    # prerequisite's orders_2023.csv beside the question's orders_2024.csv, and the solvers stacked both years)
+    plan = (plan_join(ws, scripts[-1]) if scripts else None) or plan_join(ws, "\n".join(scripts))
     if plan is None:
         return ""
     t = template(TASK_TEMPLATE)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.files.panel_kit import yearly_orders_and_crm
 from worldsmith.agents.executor import LOG_FILE, RESULT_FILE, execute
 from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage
 
@@ -245,20 +246,6 @@ async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_t
     assert out.value.status == "completed"
     assert out.value.numbers["mean_north"] == pytest.approx(370 / 6) and out.value.numbers["mean_south"] == 45.0
     assert "the goal's `region` is in crm.csv" in (work / LOG_FILE).read_text()
-
-
-def yearly_orders_and_crm(tmp_path: Path) -> Path:
-    """data/orders_2023.csv (order i: account C-0000((i % 5) + 1), basket i), data/orders_2024.csv (order i: account
-    C-0000((i % 4) + 1), basket 2 i) and data/crm.csv (CUST_k, business when k is odd, else consumer)."""
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "orders_2023.csv").write_text("order_id,acct_ref,basket\n" + "".join(
-        f"A{i},C-{(i % 5) + 1:05d},{i}\n" for i in range(1, 11)))
-    (data / "orders_2024.csv").write_text("order_id,acct_ref,basket\n" + "".join(
-        f"B{i},C-{(i % 4) + 1:05d},{2 * i}\n" for i in range(1, 9)))
-    (data / "crm.csv").write_text("customer_id,segment\n" + "".join(
-        f"CUST_{k},{'business' if k % 2 else 'consumer'}\n" for k in range(1, 6)))
-    return data
 
 
 async def test_yearly_parts_and_the_table_holding_the_goals_column_are_stacked_and_joined(
