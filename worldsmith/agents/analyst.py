@@ -378,11 +378,11 @@ _TEXT_DATES = re.compile(r"Can only use \.dt accessor with datetimelike values")
 _DATE_FORMAT = re.compile(r"time data .{0,80}? (?:doesn't|does not) match format|unconverted data remains")
 #: what pandas raises when a text column reaches a numeric operation (`df.corr()` over a frame with an id column,
 #: a mean of every column, a group mean over text columns), in pandas 3 and in earlier versions
-#: a call given an argument it does not take (`s.corr(t, ddof=0)`: three embedded validator checks crashed on it)
-_UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")
 _TEXT_IN_NUMBERS = re.compile(r"could not convert string to float|Cannot perform reduction '\w+' with string dtype"
                               r"|dtype '(?:str|object|string)' does not support operation|agg function failed"
                               r"|Could not convert .{0,200} to numeric", re.IGNORECASE)
+#: a call given an argument it does not take (`s.corr(t, ddof=0)`: three embedded validator checks crashed on it)
+_UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")
 
 
 def pandas_notes(code: str, error: Any) -> str:
@@ -394,13 +394,16 @@ def pandas_notes(code: str, error: Any) -> str:
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")
-    if error is not None and _TEXT_DATES.search(f"{error.type}: {error.message}"):
+    if error is None:
+        return text
+    raised = f"{error.type}: {error.message}"
+    if _TEXT_DATES.search(raised):
         text += "\n" + feedback("text dates")
-    if error is not None and _DATE_FORMAT.search(f"{error.type}: {error.message}"):
+    if _DATE_FORMAT.search(raised):
         text += "\n" + feedback("date formats")
-    if error is not None and _TEXT_IN_NUMBERS.search(f"{error.type}: {error.message}"):
+    if _TEXT_IN_NUMBERS.search(raised):
         text += "\n" + feedback("text in numbers")
-    if error is not None and (m := _UNKNOWN_ARGUMENT.search(f"{error.type}: {error.message}")):
+    if m := _UNKNOWN_ARGUMENT.search(raised):
         text += "\n" + feedback("unknown argument", call=m.group("call"), name=m.group("name"))
     return text
 

@@ -78,7 +78,7 @@ class DataFacts:
     @classmethod
     def from_profile(cls, ws: Any) -> DataFacts:
         """From a tools.files WorkspaceProfile."""
-        from worldsmith.tools.files.names import complete_values
+        from worldsmith.tools.files.names import complete_values, list_items
 
         columns: dict[str, None] = {}
         ranges: dict[str, tuple[float, float]] = {}
@@ -109,8 +109,7 @@ class DataFacts:
                     continue
                 old = ranges.get(c.name, (lo, hi))
                 ranges[c.name] = (min(old[0], float(lo)), max(old[1], float(hi)))
-        documents = {d.file: tuple(item.group(1).strip() for line in d.first_lines if (item := _ITEM.match(line)))
-                     for d in getattr(ws, "documents", [])}
+        documents = {d.file: tuple(list_items(d.first_lines)) for d in getattr(ws, "documents", [])}
         return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads, tables,
                    _respelled(getattr(ws, "joins", [])),
                    {k: tuple(v) for k, v in values.items() if k not in partial},
@@ -129,10 +128,6 @@ class DataFacts:
                    dict(data.get("respelled") or {}),
                    {k: tuple(v) for k, v in (data.get("values") or {}).items()},
                    {k: tuple(v) for k, v in (data.get("documents") or {}).items()})
-
-
-#: a document's list item ("- text", "* text"): the lines a memo's rules are written as
-_ITEM = re.compile(r"^\s*[-*\u2022]\s+(.+)$")
 
 
 def documented_columns(key: str, facts: DataFacts) -> list[str]:

@@ -178,7 +178,8 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
         return None, "no answer spec passed the lint: " + "; ".join(spec.errors[-3:])
     f = spec.value
     exact, _ = await asyncio.to_thread(spec_value, f, root_dir)
-    if exact is None and syn.as_recorded([code for _, code in scripts]):
+    kept_all = syn.as_recorded([code for _, code in scripts])
+    if exact is None and kept_all:
         # not recomputed here (a filter on a linked table's column), but the path kept every row as recorded: say
         # so, or a solver following a memo's "the first row counts" computes another number (v11's mean_business:
         # 3.0559 after dropping repeats against the expected 3.07)
@@ -188,7 +189,7 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
     answer = AnswerSpec(name=name, value=round((value if exact is None else exact) * f.factor, 9),
                         tolerance=answer_tolerance(f.decimals, exact is not None), unit=f.grading_unit,
                         description=f.aggregation, spec=f)
-    recorded = syn.as_recorded([code for _, code in scripts]) or AS_RECORDED in f.population
+    recorded = kept_all or AS_RECORDED in f.population
     return {"kind": "closed_form", "instruction": syn.instruction(goal, reqs, "answer_tags", render_answer_spec(f),
                                                                   link=link, recorded=recorded),
             "deliverable": DeliverableSpec(format="answer_tags", answer_names=[name]), "answers": [answer],

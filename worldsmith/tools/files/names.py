@@ -127,6 +127,12 @@ def _missing_values(ws: WorkspaceProfile, request: str) -> list[str]:
     return out
 
 
+def list_items(lines: list[str]) -> list[str]:
+    """A document's list items ("- text", "* text", "1. text"), without their markers: the lines its rules are
+    written as."""
+    return [_BULLET.sub("", line).strip() for line in lines if _BULLET.match(line)]
+
+
 def _document_lines(ws: WorkspaceProfile, holders: dict[str, list[TableProfile]]) -> list[str]:
     """Lines of the documents that mention a named column (`holders`: each name → the tables holding it), or that
     sit in a note about a file holding one that few tables hold (a key every table carries says nothing about
@@ -139,11 +145,9 @@ def _document_lines(ws: WorkspaceProfile, holders: dict[str, list[TableProfile]]
     out: list[str] = []
     for doc in ws.documents:
         about = any(f in line for line in doc.first_lines for f in files)
-        for line in doc.first_lines:
-            if not _BULLET.match(line):
-                continue
-            if about or any(w.search(line) for w in words):
-                out.append(notes.section("document line", file=doc.file, line=_BULLET.sub("", line).strip()))
+        for item in list_items(doc.first_lines):
+            if about or any(w.search(item) for w in words):
+                out.append(notes.section("document line", file=doc.file, line=item))
     return out[:MAX_DOC_LINES]
 
 
