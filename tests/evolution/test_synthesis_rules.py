@@ -240,3 +240,29 @@ def test_the_link_line_comes_from_the_targets_script_not_its_prerequisites(tmp_p
     assert "orders_2023" not in line
     both = "o = pd.concat([pd.read_csv('orders_2023.csv'), pd.read_csv('orders_2024.csv')]); pd.read_csv('crm.csv')"
     assert "`data/orders_2023.csv` and `data/orders_2024.csv`" in link_line(ws, [prerequisite, both])
+
+
+def test_a_report_whose_question_names_no_file_names_the_files_its_script_read(tmp_path) -> None:
+    """v12's node 13 asked "… in the 2023 orders", naming no file: its solvers were shown every table, and one
+    merged another table and grouped by a column no order has. The task names the files the target's script read,
+    and that line is what picks the files a solver is shown."""
+    from tests.files.panel_kit import yearly_orders_and_crm
+    from worldsmith.agents.executor import named_files
+    from worldsmith.evolution.synthesis import data_line
+    from worldsmith.tools.files import profile_workspace
+
+    data = yearly_orders_and_crm(tmp_path)
+    ws = profile_workspace([data])
+    script = "# crm.csv is not needed here\no = pd.read_csv(DATA / 'orders_2023.csv')\nprint(o.basket.mean())"
+    goal = "What is the mean basket size in the 2023 orders?"
+    line = data_line(ws, goal, script)
+    assert line == "The question's numbers come from `data/orders_2023.csv`."
+    scope = instruction(goal, [], "markdown", data=line, format_line=False)
+    assert named_files(scope, [data]) == {"orders_2023.csv"}
+    assert named_files(instruction(goal, [], "markdown", format_line=False), [data]) == set()
+    # the question names the file already, or the script reads no table: nothing to add
+    assert data_line(ws, "What is the mean basket size in orders_2023.csv?", script) == ""
+    assert data_line(ws, goal, "print(1)") == ""
+    both = "a = pd.read_csv('orders_2024.csv'); b = pd.read_csv('orders_2023.csv')"
+    assert data_line(ws, goal, both) == \
+        "The question's numbers come from `data/orders_2023.csv` and `data/orders_2024.csv`."

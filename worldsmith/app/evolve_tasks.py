@@ -198,8 +198,8 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
 
 async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requirement], fmt: syn.Deliverable,
                   scripts: list[tuple[str, str]], root_dir: Path, task_id: str,
-                  link: str = "") -> tuple[dict[str, Any] | None, str, list[str]]:
-    how = {"recorded": syn.as_recorded([code for _, code in scripts]), "link": link,
+                  link: str = "", data: str = "") -> tuple[dict[str, Any] | None, str, list[str]]:
+    how = {"recorded": syn.as_recorded([code for _, code in scripts]), "link": link, "data": data,
            "methods": syn.methods_in(scripts[-1][1]) if scripts else None}
     text = syn.instruction(goal, reqs, fmt, **how)
     # the files the question itself reads: a requirement's earlier question names others (v12: "In
@@ -261,7 +261,9 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
                 fmt = "markdown"
         if made is None:
             task_id = _task_id(run_dir, node, "report")
-            made, why2, dropped = await _report(rt, node, goal, reqs, fmt, scripts, root_dir, task_id, link)
+            # a link line names the joined files already
+            data = "" if link or not scripts else syn.data_line(profile, goal, scripts[-1][1])
+            made, why2, dropped = await _report(rt, node, goal, reqs, fmt, scripts, root_dir, task_id, link, data)
             why = "; ".join(w for w in (why, why2) if w)
         if made is None:
             outcomes.append(base.model_copy(update={"reason": why, "rubric_dropped": dropped}))

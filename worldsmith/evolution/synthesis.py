@@ -25,6 +25,7 @@ from worldsmith.core.workspace_types import Node
 from worldsmith.evolution.workspace import SOURCES, WorkspaceStore
 from worldsmith.prompts import template
 from worldsmith.tools.files.join_code import plan_join
+from worldsmith.tools.files.names import names_file
 from worldsmith.tools.files.models import TableProfile, WorkspaceProfile
 
 TASK_TEMPLATE = "evolve_task.md"
@@ -164,16 +165,29 @@ def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
     return line
 
 
+def data_line(ws: WorkspaceProfile, goal: str, script: str) -> str:
+    """The data files the target's script reads, as a line of a report task whose question does not name them
+    all: the solvers are shown and joined the files their task names (`executor.execute(scope=…)`), and every
+    table when it names none. v12's node 13 asked "… in the 2023 orders", which names no file; a solver shown every
+    table merged the returns log and grouped by a `region` no order has. '' when the question names every file the
+    script reads, or the script names no table of the workspace."""
+    code = without_comments(script)
+    files = sorted({t.file for t in ws.tables if names_file(code, Path(t.file).name)})
+    if not files or all(names_file(goal, Path(f).name) for f in files):
+        return ""
+    return template(TASK_TEMPLATE).section("data", files=" and ".join(f"`{DATA}/{f}`" for f in files))
+
+
 def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, answer_block: str = "",
                 recorded: bool = False, link: str = "", methods: list[str] | None = None,
-                format_line: bool = True) -> str:
+                format_line: bool = True, data: str = "") -> str:
     """The task's instruction. A closed form's answer block pins its own population; a report whose numbers were
     computed over the rows as recorded (`recorded`) says so (and for both, a retrieval requirement then asks to
     mention what the documents say, not to use it), or a solver who follows a document's cleaning rule
     computes other numbers than its rubric expects; and it names the statistical methods of the target's script
     (`methods`, from `methods_in`): a blind solve of v11's discount-amount report read "the correlation" as
     Spearman's, -0.2126 against the rubric's -0.1950 ± 2%. `link` (from `link_line`) says how two joined tables
-    link. `format_line=False` leaves out how a report is written (the dual-evidence solvers print their numbers as
+    link. `data` (from `data_line`) names the files a report's numbers come from. `format_line=False` leaves out how a report is written (the dual-evidence solvers print their numbers as
     RESULT lines instead; told to write answer.md, one of v11's solvers printed none in three attempts)."""
     t = template(TASK_TEMPLATE)
     parts = [t.section("opening", goal=task_question(goal))]
@@ -185,7 +199,7 @@ def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, an
                            sources=", ".join(f"`{DATA}/{s}`" for s in r.sources) or "the memos and notes")
                  for r in reqs]
         parts.append(t.section("requirements", requirements="\n".join(lines)))
-    parts.append(link)
+    parts += [data, link]
     if deliverable == "answer_tags":
         parts.append(answer_block)
     else:
