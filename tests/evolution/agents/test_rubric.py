@@ -343,3 +343,25 @@ def test_a_draft_leaning_on_the_ground_truth_is_completed_from_what_both_solvers
     alone = [CORR_CARDS[0], CORR_CARDS[1].model_copy(update={"files": [], "methods": []})]
     draft, problems, _ = screened(p, instructions="", task=CORR_TASK, ground_truth=CORR_TRUTH, cards=alone)
     assert draft is None and "1 of the 2 usable criteria restate the ground truth" in problems[-1]
+
+
+def test_criteria_restating_one_truth_number_are_asked_once_so_shared_evidence_can_complete_the_draft() -> None:
+    """v13's amount-income report: four criteria restated the truth's r; with the files and the method both solvers
+    share it stayed 4 gt of 6 and the draft was refused until the task was lost. The same number is asked once."""
+    p = RubricProposal.model_validate({"dimensions": ["accuracy", "interpretation", "presentation", "clarity"],
+                                       "criteria": [
+        crit("r", "States the correlation of discount_pct and amount, -0.195", "gt", -0.1950231515318033),
+        crit("r2", "Reports r = -0.195 for discount_pct against amount", "gt", dim="presentation"),
+        crit("r3", "Says the correlation is -0.1950, a weak negative relation", "gt", dim="interpretation"),
+        crit("r4", "Gives the coefficient -0.195 with its sign", "gt", dim="clarity")]})
+    draft, problems, notes = screened(p, instructions="", task=CORR_TASK, ground_truth=CORR_TRUTH, cards=CORR_CARDS)
+    assert problems == [] and [c.id for c in draft.criteria] == ["r", "ev_files", "ev_method1"]
+    assert "dropped r2: it asks for the ground truth's number that r already asks for" in notes
+    # different numbers of the truth are not repeats: a draft stating two of them keeps both
+    two = "The business mean is 3.20 and the consumer mean is 2.02."
+    p2 = RubricProposal.model_validate({"dimensions": DIMS, "criteria": [
+        crit("b", "States the business mean basket size as 3.20", "gt", 3.20),
+        crit("c", "States the consumer mean basket size as 2.02", "gt", 2.02)]})
+    draft, problems, notes = screened(p2, instructions="", task=CORR_TASK, ground_truth=two, cards=CORR_CARDS)
+    assert problems == [] and [c.id for c in draft.criteria][:2] == ["b", "c"]
+    assert not any(n.startswith("dropped") for n in notes)
