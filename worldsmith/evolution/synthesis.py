@@ -25,8 +25,8 @@ from worldsmith.core.workspace_types import Node
 from worldsmith.evolution.workspace import SOURCES, WorkspaceStore
 from worldsmith.prompts import template
 from worldsmith.tools.files.join_code import plan_join
-from worldsmith.tools.files.names import names_file
 from worldsmith.tools.files.models import TableProfile, WorkspaceProfile
+from worldsmith.tools.files.names import names_file
 
 TASK_TEMPLATE = "evolve_task.md"
 DATA = "data"  # the package's environment/data/ holds the root workspace's files, nothing else
