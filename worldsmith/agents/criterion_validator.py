@@ -30,6 +30,7 @@ from worldsmith.core.evolution_schemas import (
     RubricCriterion,
     RubricDraft,
     RubricValidation,
+    over_gt_share,
 )
 from worldsmith.core.grading import Tolerant
 from worldsmith.core.sandbox_config import SandboxConfig
@@ -149,7 +150,7 @@ async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[st
 def _restore_gt_share(kept: list[RubricCriterion]) -> tuple[list[RubricCriterion], list[str]]:
     """Drop ground-truth criteria from the end until they are at most MAX_GT_SHARE of what is kept."""
     out, dropped = list(kept), []
-    while out and sum(c.provenance == "gt" for c in out) > MAX_GT_SHARE * len(out):
+    while out and over_gt_share(out):
         last_gt = max(i for i, c in enumerate(out) if c.provenance == "gt")
         dropped.append(out.pop(last_gt).id)
     return out, dropped

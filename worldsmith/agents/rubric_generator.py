@@ -27,6 +27,7 @@ from worldsmith.core.evolution_schemas import (
     RubricCriterion,
     RubricDraft,
     RubricProposal,
+    over_gt_share,
 )
 from worldsmith.core.grading import Tolerant
 from worldsmith.prompts import template
@@ -122,14 +123,14 @@ def completed(kept: list[RubricCriterion], dims: list[str], extra: list[RubricCr
     out, added = list(kept), []
     texts = {_norm(c.text) for c in kept}
     for c in extra:
-        if sum(x.provenance == "gt" for x in out) <= MAX_GT_SHARE * len(out) or len(out) >= 10:
+        if not over_gt_share(out) or len(out) >= 10:
             break
         if _norm(c.text) in texts or (c.expected_value is not None and any(
                 x.expected_value is not None and SAME_VALUE.numbers(x.expected_value, c.expected_value) for x in out)):
             continue
         out.append(c)
         added.append(c)
-    if not added or sum(x.provenance == "gt" for x in out) > MAX_GT_SHARE * len(out):
+    if not added or over_gt_share(out):
         return kept, dims, []
     names = list(dims)
     lower = {d.strip().lower(): d for d in names}
@@ -246,12 +247,12 @@ def screened(p: RubricProposal, *, instructions: str, task: str, ground_truth: s
                                 "must state or show"], notes
     extra = evidence_criteria(cards, ground_truth)
     kept, dims, added = completed(kept, dims, extra)
-    if not added and (repeats := restatements(kept)):
+    if over_gt_share(kept) and (repeats := restatements(kept)):
         # v13's amount-income report: four criteria restated the truth's one r, and the files and method both
         # solvers share could not bring four of six under the share; the same number asked once is enough
         fewer = [c for c in kept if all(c is not r for r, _ in repeats)]
         trimmed, trimmed_dims, trimmed_added = completed(fewer, dims, extra)
-        if sum(c.provenance == "gt" for c in trimmed) <= MAX_GT_SHARE * len(trimmed):
+        if not over_gt_share(trimmed):
             kept, dims, added = trimmed, trimmed_dims, trimmed_added
             notes += [f"dropped {r.id}: it asks for the ground truth's number that {first.id} already asks for"
                       for r, first in repeats]

@@ -274,6 +274,11 @@ class RubricCriterion(Model):
 MAX_GT_SHARE = 0.4
 
 
+def over_gt_share(criteria: list[RubricCriterion]) -> bool:
+    """Whether the ground-truth criteria are more than MAX_GT_SHARE of `criteria`."""
+    return sum(c.provenance == "gt" for c in criteria) > MAX_GT_SHARE * len(criteria)
+
+
 class RubricProposal(Model):
     """A rubric as the generator writes it. The generator's screen (`agents.rubric_generator.screened`) drops what
     is no requirement of a deliverable and sets provenance from the evidence; what remains must be a `RubricDraft`."""

@@ -187,8 +187,9 @@ def instruction(goal: str, reqs: list[Requirement], deliverable: Deliverable, an
     computes other numbers than its rubric expects; and it names the statistical methods of the target's script
     (`methods`, from `methods_in`): a blind solve of v11's discount-amount report read "the correlation" as
     Spearman's, -0.2126 against the rubric's -0.1950 ± 2%. `link` (from `link_line`) says how two joined tables
-    link. `data` (from `data_line`) names the files a report's numbers come from. `format_line=False` leaves out how a report is written (the dual-evidence solvers print their numbers as
-    RESULT lines instead; told to write answer.md, one of v11's solvers printed none in three attempts)."""
+    link. `data` (from `data_line`) names the files a report's numbers come from. `format_line=False` leaves out
+    how a report is written (the dual-evidence solvers print their numbers as RESULT lines instead; told to write
+    answer.md, one of v11's solvers printed none in three attempts)."""
     t = template(TASK_TEMPLATE)
     parts = [t.section("opening", goal=task_question(goal))]
     if reqs:

@@ -365,3 +365,12 @@ def test_criteria_restating_one_truth_number_are_asked_once_so_shared_evidence_c
     draft, problems, notes = screened(p2, instructions="", task=CORR_TASK, ground_truth=two, cards=CORR_CARDS)
     assert problems == [] and [c.id for c in draft.criteria][:2] == ["b", "c"]
     assert not any(n.startswith("dropped") for n in notes)
+    # a repeat within the share stands in nobody's way: kept (2 gt of 5 is 40%)
+    within = p.model_copy(update={"criteria": p.criteria[:2] + RubricProposal.model_validate({
+        "dimensions": DIMS, "criteria": [crit("dir", "Says that larger discounts go with slightly smaller amounts"),
+                                         crit("cav", "Mentions that repeated orders were kept"),
+                                         crit("how", "Explains how the two columns were paired row by row")]}
+    ).criteria})
+    draft, problems, notes = screened(within, instructions="", task=CORR_TASK, ground_truth=CORR_TRUTH,
+                                      cards=CORR_CARDS)
+    assert problems == [] and [c.id for c in draft.criteria] == ["r", "r2", "dir", "cav", "how"]
