@@ -189,6 +189,29 @@ async def test_a_repeat_of_a_failed_cell_is_sampled_again_not_run(scripted, sale
     assert any("repeats a code cell that already failed" in e.get("text", "") for e in events)
 
 
+#: a degenerate turn: one sentence until the 384-token budget runs out (the 1.5B model's loop in the v13 run)
+LOOPING = "<think>\nThe mean is printed. " + "The code is running and the output is correct. " * 300
+
+
+async def test_a_looping_turn_is_sampled_again_and_a_loop_past_the_budget_goes_back_cut(scripted,
+                                                                                      sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue(LOOPING, CODE_TURN, LOOPING, LOOPING, LOOPING, ANSWER_TURN)
+    final, events = await _run(make_rt(), QUESTION, [sales_csv])  # on by default: nothing for a loop to lose
+    traj = final["trajectory"]
+    assert traj["status"] == "answered" and len(script.requests) == 6
+    assert [c["index"] for c in traj["calls"] if c["dropped"]] == [0, 2, 3]
+    assert script.requests[1].messages == script.requests[0].messages  # the same turn, asked again
+    assert [r.temperature for r in script.requests[:2]] == [0.0, 0.7]
+    assert "df = pd.read_csv" in traj["steps"][0]["action"]["content"]  # the kept sample ran
+    # the third sample loops too: its turn is void, and goes back with the loop cut at its first copy
+    assert traj["steps"][1]["void"] and script.requests[5].messages[-2]["role"] == "assistant"
+    sent_back = script.requests[5].messages[-2]["content"]
+    assert sent_back.count("The code is running") == 1 and "ran out of tokens" in sent_back
+    assert traj["calls"][4]["reply"] == sent_back and traj["calls"][4]["finish_reason"] == "length"
+    assert sum("sampling its turn again" in e.get("text", "") for e in events) == 3
+
+
 async def test_repeats_past_the_resample_budget_run_with_the_note(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     failing = "<think>load</think><code>df = pd.read_csv('nope.csv')</code>"
@@ -303,7 +326,9 @@ async def test_the_wrong_reader_again_after_its_hint_is_sampled_again(scripted, 
 
 async def test_a_cell_cut_off_at_the_turn_budget_is_named_as_such(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
-    long_cell = "<think>all at once</think><code>df = pd.read_csv('sales.csv')\n" + "x = 1 " * 80 + "\ny = (</code>"
+    # long, not a loop (a cell repeating one span to the budget is sampled again: test_a_looping_turn_…)
+    long_cell = ("<think>all at once</think><code>df = pd.read_csv('sales.csv')\n"
+                 + " ".join(f"x{i} = {i};" for i in range(80)) + "\ny = (</code>")
     script.queue(long_cell, CODE_TURN, ANSWER_TURN)
     final, _ = await _run(make_rt(analyst={"max_tokens_per_turn": 64}), QUESTION, [sales_csv])
     traj = final["trajectory"]

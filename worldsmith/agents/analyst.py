@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -206,6 +206,68 @@ async def decide(llm: Any, messages: list[dict[str, str]], *, role: str = "agent
     completion = await llm.acomplete(to_chat_roles(messages), **kwargs)
     raw = close_action(completion.text) if completion.finish_reason == "stop" else completion.text
     return Decision(turn=parse_turn_lenient(raw), raw=raw, completion=completion)
+
+
+#: a span of 12 to 300 characters written four or more times in a row, running to the end of the reply (a last,
+#: partial copy allowed): the degenerate loop a small model falls into under greedy decoding
+_LOOP = re.compile(r"(.{12,300}?)\1{3,}(.{0,300})\Z", re.S)
+#: a looping reply is sampled again this many times, at this temperature (greedy decoding would loop again)
+LOOP_RESAMPLES = 2
+LOOP_TEMPERATURE = 0.7
+
+
+def loop_span(text: str) -> tuple[int, int] | None:
+    """(start, length of the repeated unit) of the loop a reply ends in, or None. The reply must end in the loop:
+    a table or a script with a few like lines is not one."""
+    m = _LOOP.search(text)
+    if m is None or not m.group(1).strip() or not m.group(2) == m.group(1)[:len(m.group(2))]:
+        return None
+    return m.start(), len(m.group(1))
+
+
+def looping(d: Decision) -> str | None:
+    """Why a turn is a degenerate repetition loop (it ran to the token budget repeating one span), or None. The
+    1.5B model, told its script printed no RESULT line, wrote "The script is running and the results are being
+    printed correctly." until its budget ran out, three turns in a row, and the dual-evidence solver was lost."""
+    if d.completion.finish_reason != "length" or (span := loop_span(d.raw)) is None:
+        return None
+    start, unit = span
+    return (f"the reply repeats a {unit}-character span from character {start} until its token budget ran out "
+            f"({(len(d.raw) - start) // unit} times)")
+
+
+def loop_cut(reply: str) -> str:
+    """A looping reply as it goes back into the conversation: up to the loop's first copy and a note. Sent back
+    whole, the next turn went on repeating it."""
+    span = loop_span(reply)
+    if span is None:
+        return reply
+    start, unit = span
+    return reply[:start + unit].rstrip() + "\n" + feedback("loop cut")
+
+
+async def unlooped(d: Decision, again: Callable[[int], Awaitable[Decision]],
+                   resamples: int = LOOP_RESAMPLES) -> tuple[Decision, list[tuple[Decision, str]]]:
+    """A turn that ends in a repetition loop replaced by `await again(k)` (the k-th new sample of the same turn) up
+    to `resamples` times. Returns the turn kept and the dropped ones with why; a caller records the dropped calls
+    (they cost tokens) and never puts them in the conversation."""
+    dropped: list[tuple[Decision, str]] = []
+    while len(dropped) < resamples and (why := looping(d)):
+        dropped.append((d, why))
+        d = await again(len(dropped))
+    return d, dropped
+
+
+def loop_temperature(temperature: float | None) -> float:
+    """The temperature a looping turn is sampled again at: greedy decoding would loop again."""
+    return max(temperature or 0.0, LOOP_TEMPERATURE)
+
+
+async def decide_unlooped(llm: Any, messages: list[dict[str, str]], *, role: str = "agent",
+                          temperature: float | None = None) -> tuple[Decision, list[tuple[Decision, str]]]:
+    """`decide`, with a turn that ends in a repetition loop sampled again (`unlooped`)."""
+    return await unlooped(await decide(llm, messages, role=role, temperature=temperature), lambda k: decide(
+        llm, messages, role=role, temperature=loop_temperature(temperature), sample_index=100 + k))
 
 
 _PLACEHOLDER = re.compile(r"\be\.g\.|\bvalue in\b|^\s*value\s*$", re.I)

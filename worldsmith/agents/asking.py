@@ -55,14 +55,14 @@ def _recorded(messages: list[dict[str, str]]) -> list[RecordedMessage]:
 
 def record_call(index: int, completion: Any, templates: dict[str, str], *, reply: str | None = None,
                 repaired: str | None = None, sent: list[dict[str, str]] | None = None, action: Action | None = None,
-                void_reason: str | None = None) -> ModelCall:
+                void_reason: str | None = None, dropped: str | None = None) -> ModelCall:
     """The training record of one call: the messages exactly as the provider received them (the client echoes
     them; `sent` stands in for a stub that does not), the raw completion and its sampling."""
     as_sent = getattr(completion, "request_messages", None) or sent or []
     usage = getattr(completion, "usage", None)
     return ModelCall(index=index, messages=_recorded(as_sent), templates=dict(templates), completion=completion.text,
                      reply=completion.text if reply is None else reply, repaired=repaired, action=action,
-                     void_reason=void_reason,
+                     void_reason=void_reason, dropped=dropped,
                      sampling=dict(getattr(completion, "sampling", {}) or {}),
                      prompt_tokens=getattr(usage, "prompt_tokens", 0), completion_tokens=getattr(usage, "completion_tokens", 0),
                      latency_s=getattr(completion, "latency_s", 0.0), finish_reason=getattr(completion, "finish_reason", ""),

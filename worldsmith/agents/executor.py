@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide, files_profile, frame_columns_note, mounted_profile, pandas_notes
+from worldsmith.agents.analyst import decide_unlooped, files_profile, loop_cut, frame_columns_note, mounted_profile, pandas_notes
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -255,13 +255,18 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     used, out = versions(TEMPLATE, *((JOIN_TEMPLATE,) if joined is not None else ())), Outcome[ExecutionResult](None)
     script, run, error = "", None, "no script was written"
     for attempt in range(1, max_script_attempts + 1):
-        d = await decide(llm, messages, role=role, temperature=temperature)
-        out.calls.append(record_call(len(out.calls), d.completion, used, reply=d.reply, sent=messages,
+        d, dropped = await decide_unlooped(llm, messages, role=role, temperature=temperature)
+        for gone, why in dropped:
+            out.calls.append(record_call(len(out.calls), gone.completion, used, reply=gone.reply, sent=messages,
+                                         void_reason=gone.turn.error, dropped=why))
+            log.add(f"Attempt {attempt}: a looping reply, sampled again", f"{why}\n\n{loop_cut(gone.raw)}")
+        reply = d.reply if d.turn.action is not None else loop_cut(d.reply)
+        out.calls.append(record_call(len(out.calls), d.completion, used, reply=reply, sent=messages,
                                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None))
-        messages.append({"role": "assistant", "content": d.reply})
+        messages.append({"role": "assistant", "content": reply})
         if d.turn.action is None or d.turn.action.kind != "code":
             error = f"attempt {attempt}: no <code> block ({d.turn.error or 'the reply was an answer, not a script'})"
-            log.add(f"Attempt {attempt}: unreadable reply", d.raw)
+            log.add(f"Attempt {attempt}: unreadable reply", loop_cut(d.raw))
             out.errors.append(error)
             messages.append({"role": "user", "content": t.section("script failed", observation=error)})
             continue

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide, frame_columns_note, pandas_notes
+from worldsmith.agents.analyst import decide_unlooped, frame_columns_note, loop_cut, pandas_notes
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.agents.executor import OBSERVATION_CHARS, named_files
 from worldsmith.core.claim_numbers import (
@@ -252,17 +252,20 @@ async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, work
 
 
 async def _plan(llm: Any, messages: list[dict[str, str]], role: str, used: dict[str, str],
-                index: int) -> tuple[FalsificationPlan | None, Any, str | None]:
+                index: int) -> tuple[FalsificationPlan | None, list[Any], str | None]:
     """One falsification plan in the project's action grammar (<think>what it tests</think><code>the script</code>):
     a small model writes code far more reliably in a code block than inside a JSON string. (plan, its call record,
-    why there is none)."""
-    d = await decide(llm, messages, role=role)
-    call = record_call(index, d.completion, used, reply=d.reply, sent=messages, action=d.turn.action,
-                       void_reason=d.turn.error if d.turn.action is None else None)
+    why there is none). The calls end with the kept one; those before it were dropped for looping."""
+    d, dropped = await decide_unlooped(llm, messages, role=role)
+    calls = [record_call(index + i, gone.completion, used, reply=gone.reply, sent=messages,
+                         void_reason=gone.turn.error, dropped=why) for i, (gone, why) in enumerate(dropped)]
+    calls.append(record_call(index + len(calls), d.completion, used, sent=messages, action=d.turn.action,
+                             reply=d.reply if d.turn.action is not None else loop_cut(d.reply),
+                             void_reason=d.turn.error if d.turn.action is None else None))
     if d.turn.action is None or d.turn.action.kind != "code" or not d.turn.action.content.strip():
-        return None, call, f"no <code> block ({d.turn.error or 'the reply was an answer, not a check'})"
+        return None, calls, f"no <code> block ({d.turn.error or 'the reply was an answer, not a check'})"
     return FalsificationPlan(description=(d.turn.thought or "an alternative computation").strip(),
-                             code=d.turn.action.content), call, None
+                             code=d.turn.action.content), calls, None
 
 
 def agreement(claimed: dict[str, float], check_stdout: str) -> bool:
@@ -305,8 +308,9 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
         stdout=rerun.stdout[-OBSERVATION_CHARS:], files=", ".join(p.name for p in inputs), notes=notes)}]
     out = Outcome[Verdict](None)
     for attempt in range(1, CHECK_ATTEMPTS + 1):
-        plan, call, why = await _plan(llm, messages, role, used, len(out.calls))
-        out.calls.append(call)
+        plan, calls, why = await _plan(llm, messages, role, used, len(out.calls))
+        out.calls += calls
+        call = calls[-1]
         if plan is None:
             out.errors.append(f"falsification plan {attempt}: {why}")
             if attempt < CHECK_ATTEMPTS:

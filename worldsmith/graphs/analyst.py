@@ -126,6 +126,16 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
         d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
                                temperature=cfg.repeat_temperature,
                                sample_index=10 * state.get("sample_index", 0) + len(dropped))
+    # a turn that repeats one span until its budget runs out says nothing, and sent back whole it primes the next
+    # turn to go on repeating it: it is sampled anew
+    d, looped = await agent.unlooped(d, lambda k: agent.decide(
+        rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
+        temperature=agent.loop_temperature(state.get("temperature")),
+        sample_index=100 + 10 * state.get("sample_index", 0) + k))
+    for gone, why in looped:
+        dropped.append(_record_call(call_index, sent, gone, state.get("q_first_message", 0), dropped=why))
+        call_index += 1
+        emit({"type": "feedback", "text": f"the model's reply {why}; sampling its turn again"})
     call = _record_call(call_index, sent, d, state.get("q_first_message", 0))
     c = d.completion
     base = {"index": len(state.get("steps", [])), "raw": d.raw, "thought": d.turn.thought,
@@ -139,7 +149,7 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
         text = agent.void_feedback(d.turn.error)
         emit({"type": "feedback", "text": text})
         update.update(steps=[step.model_dump(mode="json")], pending=None,
-                      messages=extra + [_msg("assistant", d.reply, "model_void"),
+                      messages=extra + [_msg("assistant", call.reply, "model_void"),
                                         _msg("user", text, "feedback", agent.FEEDBACK_TEMPLATE)])
         return update
     base["action"] = d.turn.action.model_dump()
@@ -190,7 +200,8 @@ def _record_call(index: int, sent: list[dict[str, Any]], d: agent.Decision, q_fi
     templates: dict[str, str] = {}
     for m in sent:
         templates.update(m.get("templates") or {})
-    return ModelCall(index=index, messages=messages, templates=templates, completion=c.text, reply=d.reply,
+    reply = d.reply if d.turn.action is not None or dropped else agent.loop_cut(d.reply)
+    return ModelCall(index=index, messages=messages, templates=templates, completion=c.text, reply=reply,
                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None,
                      repaired=d.turn.repaired, dropped=dropped,
                      sampling=dict(c.sampling), prompt_tokens=c.usage.prompt_tokens,

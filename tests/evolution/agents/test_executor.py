@@ -315,3 +315,37 @@ def test_a_table_of_the_same_grain_holding_the_goals_column_is_linked_either_way
         "hr.csv": ["headcount"]}
     assert linked_files("The slope of opex on headcount in hr.csv.", inputs, {"hr.csv"}) == {"ledger.csv": ["opex"]}
     assert linked_files("The mean opex in ledger.csv.", inputs, {"ledger.csv"}) == {}
+
+
+#: the 1.5B model's reply in v13 (node 6's solver, three turns in a row), far past any token budget
+LOOP = ("<think>\nThink: The script ran but printed no RESULT line.\n\nThe script is correct. "
+        + "The script is running and the results are being printed correctly. " * 800)
+
+
+async def test_a_reply_that_loops_to_its_budget_is_sampled_again_and_never_enters_the_conversation(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    script.queue(LOOP, TURN, REPORT)
+    out = await execute(llm, GOAL, node=5, workdir=tmp_path / "n5", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.attempts == 1
+    first, again = script.requests[0], script.requests[1]
+    assert again.messages == first.messages  # the same turn asked again, not a conversation that holds the loop
+    assert first.temperature == 0 and again.temperature == 0.7  # greedy decoding would loop again
+    assert [c.dropped is not None for c in out.calls] == [True, False, False]
+    assert out.calls[0].finish_reason == "length" and "repeats a 67-character span" in out.calls[0].dropped
+    assert "sampled again" in (tmp_path / "n5" / LOG_FILE).read_text()
+
+
+async def test_a_reply_that_keeps_looping_goes_back_cut_at_its_first_copy(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    script, llm = scripted_llm
+    script.queue(LOOP, LOOP, LOOP, TURN, REPORT)
+    out = await execute(llm, GOAL, node=6, workdir=tmp_path / "n6", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.attempts == 2
+    assert [c.dropped is not None for c in out.calls] == [True, True, False, False, False]
+    sent_back = script.requests[3].messages[-2]["content"]  # the assistant turn before the re-ask
+    assert sent_back.count("The script is running and the results are being printed correctly") == 1
+    assert "ran out of tokens" in sent_back and len(sent_back) < 400
+    assert out.calls[2].reply == sent_back  # the record holds the reply as the conversation holds it
