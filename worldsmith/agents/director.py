@@ -83,8 +83,11 @@ class _Checker:
         self.eligible = {n.id for n in eligible_parents(nodes, max_depth)}
         self.findings = verified_findings(nodes)
         depth = {n.id: n.depth for n in nodes}
-        # the initial workspace's finding is only its overview: there is nothing in it to compose with
-        self.composable = {k: f for k, f in self.findings.items() if depth.get(f.node_id, 0) > 0}
+        # the initial workspace's finding is only its overview: there is nothing in it to compose with; and a
+        # composition is one deeper than its deepest source, so a finding at the depth limit composes past it (v13
+        # composed two depth-3 findings into a depth-4 node under max depth 3)
+        self.composable = {k: f for k, f in self.findings.items() if 0 < depth.get(f.node_id, 0) < max_depth}
+        self.max_depth = max_depth
         self.finding_ids = {f.id for n in nodes for f in n.findings}
         self.work_modes = {normalise_text(w) for w in domain.work_modes}
         self.mode_names = list(domain.work_modes)
@@ -130,8 +133,15 @@ class _Checker:
         return self.composition_problems(decision)
 
     def composition_problems(self, c: Composition) -> list[str]:
+        def depth_of(f: Finding) -> int:
+            return self.nodes[f.node_id].depth if f.node_id in self.nodes else 0
+
         missing = [s for s in c.sources if s not in self.composable]
         if missing:
+            deep = [s for s in missing if s in self.findings and depth_of(self.findings[s]) > 0]
+            if deep:
+                return [f"sources {deep} are at the depth limit: a composition of them would be deeper than the "
+                        f"max depth {self.max_depth}; compose findings of nodes above depth {self.max_depth}"]
             return [f"sources {missing} are not verified findings of analysis nodes"
                     + (" (the initial workspace's overview is not a finding to compose)"
                        if any(s in self.findings for s in missing) else "")]

@@ -64,6 +64,26 @@ async def test_composition_needs_verified_findings_from_two_nodes(scripted_llm) 
                           "overview is not a finding to compose)"]
 
 
+async def test_a_composition_never_goes_past_the_depth_limit(scripted_llm) -> None:
+    """A composition is one deeper than its deepest source: findings at the limit are not offered or taken."""
+    script, llm = scripted_llm
+    deep = NodeRecord(id="n4", parents=["n1"], mode="deepen", depth=2, status="verified", goal="How big is south?",
+                      findings=[Finding(id="f4", node_id="n4", statement="South has 7 stores.", status="supported")])
+    too_deep = {"kind": "composition", "sources": ["f4", "f1"], "relation": "r", "why": "w",
+                "objective": "Do south's stores explain its total?"}
+    good = {**too_deep, "sources": ["f3", "f1"], "objective": "Does south's total explain the overall mean?"}
+    script.queue({"decision": too_deep}, {"decision": good})
+    out = await direct(llm, [*COMPOSABLE, deep], WS, DOMAIN, seen=lambda q: False, max_depth=2)
+    assert out.value.decision.sources == ["f3", "f1"]
+    assert out.errors == ["sources ['f4'] are at the depth limit: a composition of them would be deeper than the "
+                          "max depth 2; compose findings of nodes above depth 2"]
+    # at max depth 1 every analysis node is at the limit: nothing is offered to compose
+    script.queue({"decision": {"kind": "expansion", "parent": "n0", "directions": [
+        direction("How do sales split by region?", depends_on="f0")]}})
+    await direct(llm, COMPOSABLE, WS, DOMAIN, seen=lambda q: False, max_depth=1)
+    assert "sources" not in str(script.requests[-1].schema)
+
+
 async def test_only_the_root_and_one_analysis_node_offer_no_composition(scripted_llm) -> None:
     script, llm = scripted_llm
     script.queue({"decision": {"kind": "expansion", "parent": "n1", "directions": [
