@@ -68,3 +68,18 @@ def test_the_sample_workspace_is_a_world_data_room_scored_against_its_truth(tmp_
     summary = json.loads(r.stdout)["summary"]
     assert summary["verified"] == 1 and summary["truth"]["precision"] == 1.0
     assert (tmp_path / "runs" / "sample-worlds" / "commercial_growth-s0" / "contract.json").is_file()
+
+
+def test_evolve_tasks_that_write_no_task_exit_non_zero_with_json_too(scripted_cli, tmp_path: Path) -> None:
+    data, run = make_data(tmp_path / "data"), tmp_path / "run"
+    assert runner.invoke(app, [*scripted_cli, "evolve", str(data), "--steps", "1", "--out", str(run)]).exit_code == 0
+    mute = f"evolve-mute-{uuid.uuid4().hex[:6]}"
+    register_script(mute, Script().fallback("I am not sure."))  # no solver, no rubric: every task is dropped
+    try:
+        for extra in ([], ["--json"]):
+            r = runner.invoke(app, [*_cli_args(mute, tmp_path), "evolve", "tasks", str(run), "--n", "1",
+                                    "--samples", "0", *extra])
+            assert r.exit_code == 1, r.output
+    finally:
+        unregister_script(mute)
+    assert [o["status"] for o in json.loads(r.stdout)["outcomes"]] == ["dropped"]

@@ -199,12 +199,13 @@ def tasks_cmd(
 
     with friendly_errors(LLMError, ValueError, OSError, ArtifactError):
         summary = asyncio.run(go())
+    written = [o for o in summary.outcomes if o.status == "written"]
     if json_out:
         emit_json(summary.model_dump(mode="json"))
-        return
-    written = [o for o in summary.outcomes if o.status == "written"]
-    rates = ", ".join(f"depth {d}: {r:.0%}" for d, r in summary.pass_rate_by_depth.items()) or "not sampled"
-    console.print(f"[green]{len(written)} tasks[/] in {escape(summary.tasks_dir)} ({len(summary.outcomes) - len(written)} "
-                  f"dropped); kept trajectories {summary.kept_trajectories}; pass rate {rates}", highlight=False)
-    if summary.outcomes and not written:
+    else:
+        rates = ", ".join(f"depth {d}: {r:.0%}" for d, r in summary.pass_rate_by_depth.items()) or "not sampled"
+        console.print(f"[green]{len(written)} tasks[/] in {escape(summary.tasks_dir)} "
+                      f"({len(summary.outcomes) - len(written)} dropped); kept trajectories "
+                      f"{summary.kept_trajectories}; pass rate {rates}", highlight=False)
+    if summary.outcomes and not written:  # a script reading --json learns it from the exit status too
         raise typer.Exit(EXIT_FAILED)
