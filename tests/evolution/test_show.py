@@ -37,7 +37,9 @@ def test_show_draws_a_png_and_lists_verified_findings(tmp_path: Path) -> None:
     r = runner.invoke(app, ["evolve", "show", str(run), "--out", str(out)], env={"COLUMNS": "250"})
     assert r.exit_code == 0, r.output
     assert out.read_bytes()[:8] == PNG_MAGIC and out.stat().st_size > 5000
-    assert "5 nodes, max depth 2" in r.output
+    # four analysis nodes: the initial workspace is not one (the verdict mix and the node budget never count it)
+    assert "4 analysis nodes besides the initial workspace, max depth 2; supported 1, revised 1, unsupported 1, " \
+           "failed 1" in r.output
     assert "verified findings (2)" in r.output
     assert "South revenue is 20" in r.output and "promotion doubled" in r.output
     assert "a wrong claim" not in r.output  # unsupported: not a verified finding
@@ -66,7 +68,8 @@ def test_markdown_section_escapes_cells(tmp_path: Path) -> None:
     run = tmp_path / "run"
     build_run(run)
     md = markdown_section(WorkspaceStore(run / "workspace").graph, image="g.png")
-    assert "5 nodes, max depth 2; supported 2, revised 1, unsupported 1, failed 1." in md
+    assert "4 analysis nodes besides the initial workspace, max depth 2; supported 1, revised 1, unsupported 1, " \
+           "failed 1." in md
     assert "| f2 | 2 | 1 | deepen | supported | f1 | South revenue is 20 \\| north 10 |" in md
     assert "| f4 | 4 | 2 | deepen | revised | f2 | The promotion doubled south revenue (+100%) |" in md
     assert "### Verified findings (2)" in md and "![exploration graph](g.png)" in md

@@ -25,6 +25,7 @@ from worldsmith.evolution.workspace.render import (
     draw_graph,
     finding_rows,
     markdown_section,
+    headline,
     status_counts,
 )
 from worldsmith.evolution.workspace.store import WORKSPACE_DIRNAME
@@ -38,9 +39,10 @@ class EvolveView(BaseModel):
     """What `evolve show` reports about one run."""
 
     run: str
-    nodes: int
+    nodes: int  # with the initial workspace (as status_counts)
     max_depth: int
     status_counts: dict[str, int]
+    headline: str  # the analysis nodes' counts, as the report says them (render.headline)
     findings: list[FindingRow]
     image: str | None
     markdown: str
@@ -71,7 +73,7 @@ def show_run(run: str | os.PathLike[str], out: str | os.PathLike[str] | None = N
     if image is not None:
         md_image = os.path.relpath(image, Path(run)) if out is None else image
     return EvolveView(run=str(run), nodes=len(nodes), max_depth=max([0, *(n.depth for n in nodes)]),
-                      status_counts=status_counts(nodes), findings=finding_rows(graph), image=image,
+                      status_counts=status_counts(nodes), headline=headline(nodes), findings=finding_rows(graph), image=image,
                       markdown=markdown_section(graph, image=md_image))
 
 

@@ -71,8 +71,7 @@ def show_cmd(
     if json_out:
         emit_json(view.model_dump(mode="json"))
         return
-    counts = ", ".join(f"{s} {c}" for s, c in view.status_counts.items()) or "no nodes"
-    console.print(f"{escape(view.run)}: {view.nodes} nodes, max depth {view.max_depth} ({counts})", highlight=False)
+    console.print(f"{escape(view.run)}: {view.headline}", highlight=False)
     if view.image:
         console.print(f"graph: {escape(view.image)}", highlight=False)
     table = Table(title=f"verified findings ({len(view.findings)})", show_lines=False)

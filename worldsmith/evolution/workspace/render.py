@@ -73,6 +73,15 @@ def status_counts(nodes: list[Node]) -> dict[str, int]:
     return {s: counts[s] for s in STATUS_ORDER if counts[s]}
 
 
+def headline(nodes: list[Node]) -> str:
+    """'12 analysis nodes besides the initial workspace, max depth 3; supported 7, …': the counts a reader matches
+    against the verdict mix and the node budget, which never count the initial workspace."""
+    analysis = [n for n in nodes if n.mode != "root"]
+    counts = ", ".join(f"{s} {c}" for s, c in status_counts(analysis).items()) or "none yet"
+    return (f"{len(analysis)} analysis node{'' if len(analysis) == 1 else 's'} besides the initial workspace, "
+            f"max depth {max([0, *(n.depth for n in nodes)])}; {counts}")
+
+
 def draw_graph(graph: ExplorationGraph, out: str | os.PathLike[str], *, title: str | None = None) -> Path:
     """Draw the graph to a PNG at ``out`` (written atomically); an empty graph draws a note saying so."""
     import matplotlib
@@ -121,9 +130,7 @@ def markdown_section(graph: ExplorationGraph, *, image: str | None = None, headi
     """A report section: node counts by status, the picture (``image`` relative to the report) and the
     verified findings as a Markdown table."""
     nodes = graph.nodes()
-    counts = status_counts(nodes)
-    lines = [heading, "", f"{len(nodes)} nodes, max depth {max([0, *(n.depth for n in nodes)])}; "
-             + (", ".join(f"{s} {c}" for s, c in counts.items()) or "none yet") + ".", ""]
+    lines = [heading, "", headline(nodes) + ".", ""]
     if image:
         lines += [f"![exploration graph]({image})", ""]
     rows = finding_rows(graph)
