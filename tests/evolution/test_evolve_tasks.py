@@ -160,3 +160,24 @@ async def test_a_finding_no_check_of_which_ran_becomes_no_task(evolved) -> None:
     assert s.verified == 3 and s.unchecked == ["f2"]
     assert "Standing on their reproduction alone (no alternative check of theirs ran; no task is built on them): f2." \
         in evolve_report(run_dir, request, s)
+
+
+async def test_a_report_whose_validated_rubric_checks_no_number_is_dropped(tmp_path: Path) -> None:
+    """Every criterion with an expected value dropped: what is left grades wording alone, so there is no task."""
+
+    class NoNumbers(Player):
+        def __call__(self, req):  # the validator finds the mean criterion ungrounded (c3 is refuted anyway)
+            if "You check one rubric criterion" in req.messages[0]["content"] and "Criterion c1 " in req.last_user:
+                return {"grounded": False, "observable": True, "well_formed": True, "reason": "r", "code": None,
+                        "revision": None}
+            return super().__call__(req)
+
+    player = NoNumbers([("expand", [("deepen", "What is the average sale amount?")]),
+                        ("expand", [("search", "Does the memo explain the south region's sales?")])])
+    _, rt = scripted_runtime(tmp_path, player)
+    run, _ = await run_evolution(rt, make_data(tmp_path / "data"), config=EvolveConfig(
+        budget=EvolveBudget(steps=2, max_depth=3)), out=tmp_path / "run")
+    summary = await synthesize_tasks(rt, run.path, n=2, samples=0)
+    [report] = [o for o in summary.outcomes if o.deliverable != "answer_tags" and o.kind != "closed_form"]
+    assert report.status == "dropped" and "checks no number (kept c2, c4)" in report.reason
+    assert report.rubric_dropped == ["c1", "c3"]

@@ -8,6 +8,14 @@ Status and action, one rule:
   model gave a rewording, else dropped;
 - otherwise verified, kept.
 A model that gives no usable check leaves the criterion unverifiable: nothing unchecked grades a deliverable.
+
+The dual evidence is itself a recomputation. A criterion whose expected value two different solver runs computed
+(each from the initial workspace, in its own sandbox) needs no model-written script: the model is asked only about
+its wording, and when it gives no usable check the two runs' agreement verifies it. A criterion the rubric
+generator wrote from what both runs share (`evidence_criteria`: the files both read, a method both called, a value
+both computed) is verified by construction, with no model call. The 1.5B validator lost v13's amount–income report
+that way: it wrote no script that read a data file for the r both solvers had computed, and cut its reply on
+`ev_files` off at max_tokens, so the rubric kept one criterion (the method) and checked no number.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from worldsmith.agents.asking import Outcome, ask, versions
-from worldsmith.agents.rubric_generator import check_cards, render_cards
+from worldsmith.agents.rubric_generator import check_cards, evidence_criteria, render_cards
 from worldsmith.core.claim_numbers import parse_results
 from worldsmith.core.evolution_schemas import (
     MAX_GT_SHARE,
@@ -96,9 +104,31 @@ def recomputed_value(stdout: str) -> float | None:
     return next(iter(results.values())) if len(results) == 1 else None
 
 
-def criterion_verdict(c: RubricCriterion, check: CriterionCheck | None, recomputed: float | None, failure: str) -> CriterionVerdict:
-    """The verdict on one criterion from the model's check and the recomputation (the rule in the module doc)."""
+def _rule(c: RubricCriterion) -> Tolerant:
+    return Tolerant(abs=1e-9, rel=c.tolerance if c.tolerance is not None else DEFAULT_REL_TOLERANCE)
+
+
+def recomputed_by_evidence(c: RubricCriterion, cards: list[EvidenceCard]) -> tuple[float, str] | None:
+    """(the value, who computed it) when solver runs of two different solvers each computed a value within the
+    criterion's tolerance of its expected value; None otherwise (or when it states no number)."""
+    if c.expected_value is None:
+        return None
+    found = {card.solver: v for card in cards for v in card.computed_values.values()
+             if _rule(c).numbers(c.expected_value, v)}
+    if len(found) < 2:
+        return None
+    return next(iter(found.values())), ", ".join(f"{s}: {v:.6g}" for s, v in found.items())
+
+
+def criterion_verdict(c: RubricCriterion, check: CriterionCheck | None, recomputed: float | None, failure: str,
+                      evidence: str = "") -> CriterionVerdict:
+    """The verdict on one criterion from the model's check and the recomputation (the rule in the module doc).
+    `evidence`: the solver runs that computed its expected value (then `recomputed` is theirs)."""
     base: dict[str, Any] = {"criterion": c.id, "recomputed": recomputed}
+    if check is None and evidence:
+        return CriterionVerdict(**base, status="verified", grounded=True, observable=True, well_formed=True,
+                                action="keep", reason=f"its value is what both solver runs computed ({evidence}); "
+                                                      f"the model gave no usable check of its wording ({failure})")
     if check is None:
         return CriterionVerdict(**base, status="unverifiable", grounded=False, observable=False, well_formed=False,
                                 reason=failure or "no usable check from the model", action="drop")
@@ -107,8 +137,7 @@ def criterion_verdict(c: RubricCriterion, check: CriterionCheck | None, recomput
         if recomputed is None:
             return CriterionVerdict(**base, **flags, status="unverifiable", action="drop",
                                     reason=f"its value {c.expected_value} could not be recomputed: {failure}")
-        rule = Tolerant(abs=1e-9, rel=c.tolerance if c.tolerance is not None else DEFAULT_REL_TOLERANCE)
-        if not rule.numbers(c.expected_value, recomputed):
+        if not _rule(c).numbers(c.expected_value, recomputed):
             return CriterionVerdict(**base, **flags, status="refuted", action="drop",
                                     reason=f"expects {c.expected_value}; the data give {recomputed}")
     if not check.grounded:
@@ -121,8 +150,19 @@ def criterion_verdict(c: RubricCriterion, check: CriterionCheck | None, recomput
 
 
 async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[str, Any], role: str, retries: int,
-                     first_index: int, timeout_s: float | None) -> tuple[CriterionVerdict, Outcome[CriterionCheck]]:
+                     first_index: int, timeout_s: float | None,
+                     cards: list[EvidenceCard]) -> tuple[CriterionVerdict, Outcome[CriterionCheck]]:
     t = template(TEMPLATE)
+    if (found := recomputed_by_evidence(c, cards)) is not None:
+        # both solver runs computed its number: the model judges the wording only, and writes no script
+        got = await ask(llm, [{"role": "system", "content": t.section("system")},
+                              {"role": "user", "content": t.section(
+                                  "user", **context, id=c.id, type=c.type, provenance=c.provenance, text=c.text,
+                                  expected=str(c.expected_value)) + "\n\n" + t.section(
+                                  "recomputed", evidence=found[1])}],
+                        CriterionCheck, role=role, templates=versions(TEMPLATE), retries=retries,
+                        first_index=first_index)
+        return criterion_verdict(c, got.value, found[0], "; ".join(got.errors[-2:]), evidence=found[1]), got
     messages = [{"role": "system", "content": t.section("system")},
                 {"role": "user", "content": t.section(
                     "user", **context, id=c.id, type=c.type, provenance=c.provenance, text=c.text,
@@ -168,10 +208,19 @@ async def validate_criteria(llm: Any, rubric: RubricDraft, *, task: str, ground_
     out = Outcome[RubricValidation](None)
     verdicts: list[CriterionVerdict] = []
     kept: list[RubricCriterion] = []
+    by_construction = evidence_criteria(cards, ground_truth)  # equal in id, text and value: never reworded
     with tempfile.TemporaryDirectory(prefix="criteria-") as tmp:
         async with open_sandbox(sandbox, workspace=Path(tmp), inputs=inputs) as sb:
             for c in rubric.criteria:
-                verdict, got = await _check_one(llm, c, sb, context, role, retries, len(out.calls), timeout_s)
+                if c in by_construction:
+                    verdicts.append(CriterionVerdict(
+                        criterion=c.id, status="verified", grounded=True, observable=True, well_formed=True,
+                        recomputed=c.expected_value, action="keep",
+                        reason="written from what both solver runs share (no model call)"))
+                    kept.append(c)
+                    continue
+                verdict, got = await _check_one(llm, c, sb, context, role, retries, len(out.calls), timeout_s,
+                                                cards)
                 out.calls += got.calls
                 out.errors += [f"{c.id}: {e}" for e in got.errors]
                 verdicts.append(verdict)

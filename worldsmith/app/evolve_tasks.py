@@ -216,6 +216,10 @@ async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requir
     validated = checked.value
     if validated is None or not validated.criteria:
         return None, "the criterion validator kept no criterion", validated.dropped if validated else []
+    if all(c.expected_value is None for c in validated.criteria):
+        # v13's amount–income report kept "Names the method it used" alone: any report naming Pearson passed
+        return None, ("the validated rubric checks no number (kept " + ", ".join(c.id for c in validated.criteria)
+                      + "): a report would be graded on its wording alone"), validated.dropped
     rubric = syn.to_rubric(validated, note="; ".join(validated.notes))
     return {"kind": "report", "instruction": text, "rubric": rubric,
             "deliverable": DeliverableSpec(format=fmt, filename=syn.REPORT_FILES[fmt]), "solution": None}, "", \

@@ -18,6 +18,8 @@ CARDS = [EvidenceCard(solver="teacher@0.0", operations=["group by region", "sum 
          EvidenceCard(solver="teacher@0.7", operations=["filter south", "sum amount"],
                       computed_values={"south_total": 70}, conclusions=["south sold 70"])]
 DIMS = ["accuracy", "method", "insight", "presentation"]
+#: only the first solver computed the south total: its number is not recomputed by the evidence
+LONE_CARDS = [CARDS[0], CARDS[1].model_copy(update={"computed_values": {"south_orders": 2}})]
 
 
 def crit(id: str, text: str, provenance: str = "generated", value: float | None = None, dim: str = "accuracy",
@@ -206,7 +208,7 @@ async def test_a_number_that_cannot_be_recomputed_is_unverifiable(scripted_llm, 
         crit("c1", "reports the south total", "generated", 70), crit("c2", "names the file", dim="method")]})
     script.on(r"Criterion c1 ", check(None))  # states a number but gives no recomputation
     script.on(r"Criterion c2 ", "not json at all")
-    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=CARDS,
+    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=LONE_CARDS,
                                   inputs=[data / "sales.csv"], sandbox=sandbox_config, retries=0)
     by_id = {x.criterion: x for x in out.value.verdicts}
     assert by_id["c1"].status == "unverifiable" and "recomputes it from the input files" in by_id["c1"].reason
@@ -229,7 +231,7 @@ async def test_a_number_restated_instead_of_recomputed_is_never_verified(scripte
     script.on(r"Criterion c1 ", echo, times=1).on(r"Criterion c1 ", no_file)
     script.on(r"Criterion c2 ", {**check(None), "code": f'print(f"RESULT value = {{{south_total}}}")'}, times=1)
     script.on(r"Criterion c2 ", check("df[df.region == 'south'].amount.sum()"))
-    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=CARDS,
+    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=LONE_CARDS,
                                   inputs=[data / "sales.csv"], sandbox=sandbox_config, retries=1)
     by_id = {x.criterion: x for x in out.value.verdicts}
     assert by_id["c1"].status == "unverifiable" and by_id["c1"].recomputed is None
@@ -238,6 +240,42 @@ async def test_a_number_restated_instead_of_recomputed_is_never_verified(scripte
     re_ask = [r.text for r in script.requests if "Criterion c1 " in r.text][1]
     assert "prints a number written into it" in re_ask
     assert "Input files: sales.csv" in script.requests[0].text
+
+
+async def test_a_number_both_solver_runs_computed_needs_no_script_and_evidence_criteria_no_model(
+        scripted_llm, data: Path, sandbox_config) -> None:
+    """v13's amount-income report: the 1.5B validator wrote no script reading a data file for the r both solvers
+    had computed, and cut its reply on ev_files off; the rubric kept the method alone and checked no number."""
+    from worldsmith.agents.rubric_generator import evidence_criteria
+
+    script, llm = scripted_llm
+    cards = [CARDS[0].model_copy(update={"files": ["sales.csv"], "methods": ["Pearson correlation"]}),
+             CARDS[1].model_copy(update={"files": ["sales.csv"], "methods": ["Pearson correlation"]})]
+    made = evidence_criteria(cards, TRUTH)  # files and method: both runs share them
+    assert [c.id for c in made] == ["ev_files", "ev_method1"]
+    rubric = RubricDraft.model_validate({"dimensions": DIMS, "criteria": [
+        crit("g1", "reports the south total", "gt", 70.4),  # both runs computed 70: within 1%
+        crit("g2", "reports the north mean sale", "gt", 20),  # only the first run computed 20
+        crit("c1", "reports the south total again", "generated", 70, dim="insight", type="preference"),
+        *[c.model_dump() for c in made]]})
+    script.on(r"Criterion g1 ", "no JSON here")  # no usable check at all: the two runs verify its number
+    script.on(r"Criterion g2 ", "no JSON here")
+    script.on(r"Criterion c1 ", check(None, grounded=False))  # a usable check still rules on the wording
+    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=cards,
+                                  inputs=[data / "sales.csv"], sandbox=sandbox_config, retries=0)
+    by_id = {x.criterion: x for x in out.value.verdicts}
+    assert by_id["g1"].status == "verified" and by_id["g1"].recomputed == 70
+    assert "teacher@0.0: 70, teacher@0.7: 70" in by_id["g1"].reason
+    assert by_id["g2"].status == "unverifiable"  # one run is no dual evidence: the model's recomputation is needed
+    assert by_id["c1"].status == "unverifiable"
+    assert by_id["ev_files"].status == by_id["ev_method1"].status == "verified"
+    assert [c.id for c in out.value.criteria] == ["g1", "ev_files", "ev_method1"]
+    asked = [r.text for r in script.requests]
+    assert {c for c in ("g1", "g2", "c1", "ev_files", "ev_method1") if any(f"Criterion {c} " in t for t in asked)} \
+        == {"g1", "g2", "c1"}  # the evidence criteria cost no model call
+    g1 = next(t for t in asked if "Criterion g1 " in t)
+    assert "needs no recomputation" in g1 and "needs no recomputation" not in next(
+        t for t in asked if "Criterion g2 " in t)
 
 
 def test_what_counts_as_a_recomputation() -> None:
