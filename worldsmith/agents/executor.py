@@ -3,8 +3,9 @@ and `execution_result.json` in the node's workdir.
 
 The model writes the whole script in one turn of the project's action grammar (the analyst's `decide`), so the
 file that is saved is exactly the code that produced the numbers and re-runs from the persisted inputs alone.
-A failed script or one without `RESULT name = value` lines is sent back with its output (bounded); then the
-model writes the result, whose conclusion may state only numbers the script printed.
+A failed script is sent back with its output (bounded); one that printed its numbers as labelled values
+(`print("r:", r)`) is re-run with those prints as `RESULT name = value` lines (core/result_lines), and sent back
+when that prints none either; then the model writes the result, whose conclusion may state only numbers the script printed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from worldsmith.core.claim_numbers import (
     unbacked_numbers,
 )
 from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage
+from worldsmith.core.result_lines import as_result_lines
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.core.store import atomic_write_text, write_model
 from worldsmith.prompts import template
@@ -284,6 +286,19 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
             if run.ok and parse_results(run.stdout):
                 generated = _keep_generated(Path(tmp), run.files_changed, workdir, node)
                 break
+        if run.ok and not parse_results(run.stdout):
+            relabelled, n = as_result_lines(script)
+            if n:  # it printed its numbers its own way: the same script with RESULT prints, run afresh
+                with tempfile.TemporaryDirectory(prefix="executor-") as tmp:
+                    again = await run_script(relabelled, inputs, sandbox, Path(tmp), timeout_s)
+                    if again.ok and parse_results(again.stdout):
+                        log.add(f"Attempt {attempt}: its {n} labelled print(s) rewritten as RESULT lines",
+                                relabelled, "python")
+                        log.add(f"Attempt {attempt}: output of the rewritten script",
+                                again.to_observation(OBSERVATION_CHARS))
+                        script, run = relabelled, again
+                        generated = _keep_generated(Path(tmp), run.files_changed, workdir, node)
+                        break
         section = "script failed" if not run.ok else "no results"
         why = f": {run.error.type}: {run.error.message[:200]}" if run.error is not None else ""
         error = f"attempt {attempt}: " + (f"the script failed{why}" if not run.ok else "no RESULT lines printed")

@@ -349,3 +349,26 @@ async def test_a_reply_that_keeps_looping_goes_back_cut_at_its_first_copy(
     assert sent_back.count("The script is running and the results are being printed correctly") == 1
     assert "ran out of tokens" in sent_back and len(sent_back) < 400
     assert out.calls[2].reply == sent_back  # the record holds the reply as the conversation holds it
+
+
+async def test_a_script_that_prints_its_numbers_as_labels_is_rerun_with_result_lines(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    """v13's solvers printed `segment business = 3.20` and `basket_size_amount_corr: 0.829`, were told to use
+    RESULT lines, and were lost (the same script again, then prose). The prints are rewritten and re-run instead."""
+    script, llm = scripted_llm
+    labelled = ("<think>x</think>\n<code>\nimport pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                "tot = df.groupby('region')['amount'].sum()\nfor region, total in tot.items():\n"
+                "    print(f\"{region} total: {total:.1f}\")\nprint('rows:', len(df))\n</code>")
+    script.queue(labelled, {**REPORT, "conclusion": "South sold 70 in total and north 40."})
+    work = tmp_path / "n7"
+    out = await execute(llm, GOAL, node=7, workdir=work, inputs=[data / "sales.csv"], sandbox=sandbox_config)
+    df = pd.read_csv(data / "sales.csv")
+    truth = df.groupby("region")["amount"].sum()
+    assert out.value.status == "completed" and out.value.attempts == 1 and len(out.calls) == 2  # no second script
+    assert out.value.numbers == {**{f"{r}_total": float(v) for r, v in truth.items()}, "rows": float(len(df))}
+    saved = (work / "analyze_node7.py").read_text()
+    assert "RESULT" in saved and "df.groupby('region')" in saved  # the saved script prints what it recorded
+    rerun = subprocess.run([sys.executable, str(work / "analyze_node7.py")], cwd=data, capture_output=True,  # noqa: ASYNC221
+                           text=True, check=True)
+    assert f"RESULT south_total = {truth['south']}" in rerun.stdout
+    assert "labelled print(s) rewritten as RESULT lines" in (work / LOG_FILE).read_text()

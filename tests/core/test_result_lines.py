@@ -1,0 +1,55 @@
+"""core/result_lines: a script's prints of a label and one value become `RESULT name = value` prints, by syntax,
+with every other character kept; what the rewritten script prints is checked by running it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from worldsmith.core.claim_numbers import parse_results
+from worldsmith.core.result_lines import as_result_lines
+
+# the two v13 solver scripts that printed the right numbers their own way (trimmed to their prints)
+SCRIPT = """import statistics  # the join — kept as written
+r = 0.8294268505308654
+print("joined:", 1000, "of", 1000, "rows of data/orders_2023.csv")
+print("Mean basket_size across segment in the 2023 orders:")
+print("basket_size_amount_corr:", r)  # the teacher's print
+means = {"business": 3.20191, "consumer": 2.02105, "small biz": 1.5}
+for segment, mean in means.items():
+    print(f"segment {segment} = {mean:.2f}")
+print(f"Mean amount: {statistics.mean([1, 2, 4]):.3f}"); print("done")
+print(f"{r}")
+print("note =", "text")
+"""
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_labelled_prints_become_result_lines_at_full_precision() -> None:
+    new, n = as_result_lines(SCRIPT)
+    assert n == 3
+    out = _run(new)
+    assert parse_results(out) == {"basket_size_amount_corr": 0.8294268505308654, "segment_business": 3.20191,
+                                  "segment_consumer": 2.02105, "segment_small_biz": 1.5,
+                                  "Mean_amount": 7 / 3}
+    # the other prints print as before
+    for line in ("joined: 1000 of 1000 rows of data/orders_2023.csv",
+                 "Mean basket_size across segment in the 2023 orders:", "done", "0.8294268505308654", "note = text"):
+        assert line in out.splitlines()
+    # only the rewritten calls changed: comments and the rest are as written
+    assert "import statistics  # the join — kept as written" in new and "# the teacher's print" in new
+    kept = [a for a, b in zip(SCRIPT.splitlines(), new.splitlines()) if a == b]
+    assert len(kept) == len(SCRIPT.splitlines()) - 3
+
+
+def test_scripts_without_labelled_values_or_that_do_not_parse_are_left_alone() -> None:
+    plain = "x = 3\nprint(x)\nprint('total', x, 'units')\nprint(f'{x} items')\n"
+    assert as_result_lines(plain) == (plain, 0)
+    broken = "print('r:', r\n"
+    assert as_result_lines(broken) == (broken, 0)
+    # already a RESULT line: no label separator before the value, so untouched
+    done = "r = 1\nprint(f'RESULT r = {r}')\n"
+    assert as_result_lines(done) == (done, 0)

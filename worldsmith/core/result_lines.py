@@ -1,0 +1,100 @@
+"""A script's labelled number prints rewritten as `RESULT name = value` lines.
+
+The executor's contract is that a script prints each key result as `RESULT <name> = <number>`. The 1.5B model
+often computes the right numbers and prints them its own way — `print("basket_size_amount_corr:", r)`,
+`print(f"segment {segment} = {mean:.2f}")` — then, told to use RESULT lines, rewrites the same script or
+answers in prose (v13: two of the dual-evidence solvers that failed had printed the right numbers). The prints
+of a label and one value are rewritten here, by syntax, into RESULT prints of the same expression at full
+precision; the caller re-runs the script and keeps the rewrite only when it printed RESULT lines. Nothing is
+guessed from the output: a rewritten line prints whatever the model's expression computes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+#: the label's own separator before the value: "name:", "name =", "name -"
+_SEP = re.compile(r"\s*[:=]\s*$")
+
+
+def _name_text(text: str) -> str:
+    """A label's literal text as a RESULT name part: words joined by underscores."""
+    return re.sub(r"\W+", "_", text)
+
+
+def _name_part(value: ast.expr) -> ast.expr:
+    """A formatted part of a label (`segment` in f"segment {segment} = …"), as the name part it prints:
+    `str(segment).replace(' ', '_')`."""
+    as_text = ast.Call(func=ast.Name(id="str", ctx=ast.Load()), args=[value], keywords=[])
+    return ast.Call(func=ast.Attribute(value=as_text, attr="replace", ctx=ast.Load()),
+                    args=[ast.Constant(" "), ast.Constant("_")], keywords=[])
+
+
+def _result_print(name: list[ast.expr], value: ast.expr) -> ast.Call | None:
+    """`print(f"RESULT {name} = {value}")`, or None when the name has no word in it."""
+    parts: list[ast.expr] = []
+    for p in name:
+        if isinstance(p, ast.Constant):
+            text = _name_text(str(p.value))
+            if text:
+                parts.append(ast.Constant(text))
+        else:
+            parts.append(ast.FormattedValue(value=_name_part(p), conversion=-1, format_spec=None))
+    literal = "".join(p.value for p in parts if isinstance(p, ast.Constant)).strip("_")
+    if not literal or not re.match(r"[A-Za-z_]", literal) or literal.startswith("RESULT"):
+        return None  # no name, or a RESULT line already
+    if isinstance(parts[0], ast.Constant):
+        parts[0] = ast.Constant(parts[0].value.lstrip("_"))
+    if isinstance(parts[-1], ast.Constant):
+        parts[-1] = ast.Constant(parts[-1].value.rstrip("_"))
+    body: list[ast.expr] = [ast.Constant("RESULT "), *[p for p in parts if not (isinstance(p, ast.Constant)
+                                                                                  and not p.value)],
+                            ast.Constant(" = "), ast.FormattedValue(value=value, conversion=-1, format_spec=None)]
+    return ast.Call(func=ast.Name(id="print", ctx=ast.Load()), args=[ast.JoinedStr(values=body)], keywords=[])
+
+
+def _rewritten(call: ast.Call) -> ast.Call | None:
+    """The RESULT form of one `print` call of a label and a value, or None for any other print."""
+    if not (isinstance(call.func, ast.Name) and call.func.id == "print") or call.keywords:
+        return None
+    if len(call.args) == 2:  # print("label:", value)
+        label, value = call.args
+        if isinstance(label, ast.Constant) and isinstance(label.value, str) and _SEP.search(label.value) \
+                and not isinstance(value, (ast.Constant, ast.JoinedStr)):
+            return _result_print([ast.Constant(_SEP.sub("", label.value))], value)
+        return None
+    if len(call.args) != 1 or not isinstance(call.args[0], ast.JoinedStr):
+        return None
+    values = call.args[0].values  # f"label {part} = {value}"
+    if len(values) < 2 or not isinstance(values[-1], ast.FormattedValue):
+        return None
+    sep = values[-2]
+    if not (isinstance(sep, ast.Constant) and isinstance(sep.value, str) and _SEP.search(sep.value)):
+        return None
+    name = [*values[:-2], ast.Constant(_SEP.sub("", sep.value))]
+    parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in name]
+    return _result_print(parts, values[-1].value)
+
+
+def as_result_lines(script: str) -> tuple[str, int]:
+    """(the script with each print of a label and one value as a RESULT print, how many were rewritten). Only
+    those calls change; every other character (comments included) stays as written. A script that does not parse,
+    or has no such print, comes back as it is with 0."""
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        return script, 0
+    source = script.encode("utf-8")  # ast offsets count UTF-8 bytes
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    edits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.end_lineno is not None and node.end_col_offset is not None \
+                and (new := _rewritten(node)) is not None:
+            edits.append((starts[node.lineno - 1] + node.col_offset, starts[node.end_lineno - 1] + node.end_col_offset,
+                          ast.unparse(ast.fix_missing_locations(new)).encode("utf-8")))
+    for begin, end, text in sorted(edits, reverse=True):  # prints never nest in prints: the spans are disjoint
+        source = source[:begin] + text + source[end:]
+    return source.decode("utf-8"), len(edits)
