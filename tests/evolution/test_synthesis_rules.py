@@ -266,3 +266,36 @@ def test_a_report_whose_question_names_no_file_names_the_files_its_script_read(t
     both = "a = pd.read_csv('orders_2024.csv'); b = pd.read_csv('orders_2023.csv')"
     assert data_line(ws, goal, both) == \
         "The question's numbers come from `data/orders_2023.csv` and `data/orders_2024.csv`."
+
+
+def test_the_findings_own_number_is_a_filter_so_a_wrong_report_fails_whatever_else_it_says() -> None:
+    """v13's amount-income rubric, as validated: the r as one preference beside the files and the method."""
+    from worldsmith.core.rubric_grading import grade_rubric
+
+    kept = [RubricCriterion(id="1", dimension="accuracy", text="The correlation between amount and income is right.",
+                            type="preference", provenance="gt", expected_value=0.4672345, tolerance=0.02),
+            RubricCriterion(id="ev_files", dimension="method", type="preference", provenance="generated",
+                            text="Says which data files its numbers come from: crm.xlsx, orders_2023.csv"),
+            RubricCriterion(id="ev_method1", dimension="method", type="preference", provenance="generated",
+                            text="Names the method it used: Pearson correlation")]
+    verdict = {"status": "verified", "grounded": True, "observable": True, "well_formed": True, "action": "keep"}
+    v = RubricValidation(verdicts=[CriterionVerdict(criterion=c.id, **verdict) for c in kept], criteria=kept,
+                         dimensions=["accuracy", "method", "interpretation", "presentation"])
+    rubric = to_rubric(v)
+    assert [(c.id, c.type, c.weight) for c in rubric.criteria] == [
+        ("1", "filter", 2.0), ("ev_files", "preference", 1.0), ("ev_method1", "preference", 1.0)]
+    sources = "The numbers come from crm.xlsx and orders_2023.csv, joined on the customer id."
+    method = "I used the Pearson correlation."
+
+    def judge(pending, text, instruction):  # meets the files and the method, quoting the report
+        return {c["id"]: {"met": True, "evidence": sources if c["id"] == "ev_files" else method} for c in pending}
+
+    items = [c.model_dump(mode="json") for c in rubric.criteria]
+    for r, passes in ((0.30, False), (0.47, True)):
+        report = f"{sources} {method} The correlation between amount and income is {r:.2f}."
+        graded = grade_rubric(items, report, judge=judge)
+        assert graded["passed"] is passes, (r, graded["note"])
+    # as a preference the wrong r scored 2 of 3 items, over the 0.6 pass mark
+    as_drafted = [{**i, "type": "preference", "weight": 1.0} if i["id"] == "1" else i for i in items]
+    assert grade_rubric(as_drafted, f"{sources} {method} The correlation between amount and income is 0.30.",
+                        judge=judge)["passed"] is True

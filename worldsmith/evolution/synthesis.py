@@ -289,10 +289,15 @@ def section_of(dimension: str, criterion: RubricCriterion) -> RubricSection:
 
 def to_rubric(validated: RubricValidation, *, note: str = "") -> Rubric:
     """The criteria the criterion validator kept (revised text included) as the grader's Rubric: filters weigh 2,
-    preferences 1; a number without its own tolerance gets 1% relative."""
+    preferences 1; a number without its own tolerance gets 1% relative. A number the ground truth states (a `gt`
+    criterion with an expected value) is a filter whatever the draft said: the finding's own number is what the
+    question asks, and a report that gets it wrong fails. v13's amount–income rubric had it as one preference of
+    three, so a report with a wrong r that named its files and method scored 2/3, over the 0.6 pass mark."""
     revised = {v.criterion for v in validated.verdicts if v.action == "revise"}
     items = []
     for c in validated.criteria:
+        if c.provenance == "gt" and c.expected_value is not None:
+            c = c.model_copy(update={"type": "filter"})
         tol = None
         if c.expected_value is not None:
             tol = Tolerance(rel=c.tolerance if c.tolerance is not None else DEFAULT_REL_TOLERANCE)
