@@ -204,6 +204,12 @@ def restatements(kept: list[RubricCriterion]) -> list[tuple[RubricCriterion, Rub
     return out
 
 
+def _backed(value: float, text: str, truth: list[float], card_values: list[float]) -> bool:
+    """Whether a criterion's expected value is a number its own text, the ground truth or a solver run states."""
+    return (any(_states(t, value) or _states(value, t) for t in [*truth, *(v for _, v, _ in stated_numbers(text))])
+            or any(SAME_VALUE.numbers(value, w) for w in card_values))
+
+
 def _provenance(c: RubricCriterion, truth: list[float], card_values: list[float]) -> str:
     """gt when the criterion's number is one the ground truth states; generated when it is one only the solvers
     computed; the model's label when the criterion has no number or the number is neither."""
@@ -234,6 +240,12 @@ def screened(p: RubricProposal, *, instructions: str, task: str, ground_truth: s
             notes.append(f"dropped {c.id}: {why}")
             continue
         seen.add(_norm(c.text))
+        if c.expected_value is not None and not _backed(c.expected_value, c.text, truth, card_values):
+            # the 1.5B generator put expected_value 1.0 on "interprets the results correctly": a placeholder, which
+            # the validator then tried to recompute from the data, and dropped the criterion
+            notes.append(f"{c.id}: expected value {c.expected_value:g} removed (neither its text, the ground truth "
+                         "nor a solver run states it)")
+            c = c.model_copy(update={"expected_value": None, "tolerance": None})
         label = _provenance(c, truth, card_values)
         if label != c.provenance:
             notes.append(f"{c.id}: provenance {c.provenance} → {label} (its number is "

@@ -156,6 +156,21 @@ def test_values_both_solvers_computed_beyond_the_truth_are_offered_and_asked_for
     assert "difference = 4.56603" in problems[-1]
 
 
+def test_an_expected_value_nothing_states_is_a_placeholder_and_is_removed() -> None:
+    """v13's segment-mean report: the 1.5B generator gave "interprets the results correctly" expected_value 1.0."""
+    draft = RubricProposal.model_validate({"dimensions": DIMS, "criteria": [
+        crit("g1", "reports the south total", "gt", 70.0),
+        crit("c1", "interprets the results correctly", value=1.0, dim="insight", type="preference"),
+        crit("c2", "names sales.csv as its source", dim="method", type="preference"),
+        crit("c3", "states the share of south as 63.6%", value=63.6, dim="presentation", type="preference")]})
+    out, problems, notes = screened(draft, instructions="", task=TASK, ground_truth=TRUTH, cards=CARDS)
+    assert problems == [] and out is not None
+    values = {c.id: c.expected_value for c in out.criteria}
+    assert values["c1"] is None and values["g1"] == 70.0 and values["c2"] is None
+    assert values["c3"] == 63.6  # its own text states it (what the validator then recomputes from the data)
+    assert "c1: expected value 1 removed (neither its text, the ground truth nor a solver run states it)" in notes
+
+
 async def test_one_solver_is_not_dual_evidence(scripted_llm) -> None:
     _, llm = scripted_llm
     with pytest.raises(ValueError, match=">= 2 independent solver runs"):
