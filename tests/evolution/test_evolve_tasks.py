@@ -181,3 +181,27 @@ async def test_a_report_whose_validated_rubric_checks_no_number_is_dropped(tmp_p
     [report] = [o for o in summary.outcomes if o.deliverable != "answer_tags" and o.kind != "closed_form"]
     assert report.status == "dropped" and "checks no number (kept c2, c4)" in report.reason
     assert report.rubric_dropped == ["c1", "c3"]
+
+
+async def test_rejected_teacher_trajectories_are_kept_apart_with_their_grades(tmp_path: Path) -> None:
+    """A sample that fails grading is no training data, and is kept beside it so a pass rate can be read back."""
+    from tests.evolution.evolve_kit import SOLVER_SCRIPT
+
+    class WrongTeacher(Player):
+        def analyst(self, req):
+            if "RESULT mean" not in req.last_user:
+                return f"<think>compute</think>\n<code>\n{SOLVER_SCRIPT}</code>"
+            return "<think>done</think>\n<answer>The mean sale amount is 31.50 USD. @mean[31.50]</answer>"
+
+    _, rt = scripted_runtime(tmp_path, WrongTeacher([("expand", [("deepen", "What is the average sale amount?")])]))
+    run, _ = await run_evolution(rt, make_data(tmp_path / "data"), config=EvolveConfig(
+        budget=EvolveBudget(steps=1, max_depth=3)), out=tmp_path / "run")
+    (run.path / "tasks").mkdir(parents=True)
+    (run.path / "tasks" / "rejected.jsonl").write_text('{"stale": true}\n')  # an earlier synthesis's
+    summary = await synthesize_tasks(rt, run.path, n=1, samples=2)
+    assert [(o.kind, o.passed, o.scores) for o in summary.outcomes] == [("closed_form", 0, [0.0, 0.0])]
+    assert not (run.path / "tasks" / "trajectories.jsonl").exists()
+    rejected = [json.loads(line) for line in (run.path / "tasks" / "rejected.jsonl").read_text().splitlines()]
+    assert len(rejected) == 2 and all(not t["grades"][0]["passed"] for t in rejected)
+    assert all(t["metadata"]["rejected"] == "rejection sampling" and "@mean[31.50]" in t["final_answer"]
+               for t in rejected)

@@ -133,9 +133,15 @@ async def evidence_cards(rt: GraphRuntime, goal: str, root_dir: Path, task_id: s
     return cards, errors
 
 
+#: the teacher trajectories rejection sampling did not keep, graded (beside trajectories.jsonl)
+REJECTED_FILE = "rejected.jsonl"
+
+
 async def rejection_sample(rt: GraphRuntime, coll: TaskCollection, task: Task, samples: int,
                            out: Path) -> tuple[int, list[float]]:
-    """Teacher trajectories on the packaged task, graded; those that pass are appended to trajectories.jsonl."""
+    """Teacher trajectories on the packaged task, graded; those that pass are appended to `out`
+    (trajectories.jsonl, training data), the others with their grade to `rejected.jsonl` beside it (never
+    trained on: kept so a pass rate can be read back to why each sample failed)."""
     from worldsmith.graphs.solve import TaskSolver
     from worldsmith.training.graders import agrade_response
 
@@ -146,11 +152,10 @@ async def rejection_sample(rt: GraphRuntime, coll: TaskCollection, task: Task, s
         traj: Trajectory = await solver(packaged, i)
         grade = await agrade_response(packaged, traj.final_answer or "", llm=rt.llm, workspace_files=traj.deliverables)
         scores.append(round(grade.score, 4))
-        if grade.passed:
-            passed += 1
-            kept = traj.model_copy(update={"grades": [grade], "metadata": {**traj.metadata, "kept": "rejection sampling",
-                                                                            "score": grade.score}})
-            append_jsonl(out, kept.model_dump(mode="json"))
+        passed += grade.passed
+        record = traj.model_copy(update={"grades": [grade], "metadata": {
+            **traj.metadata, "kept" if grade.passed else "rejected": "rejection sampling", "score": grade.score}})
+        append_jsonl(out if grade.passed else out.with_name(REJECTED_FILE), record.model_dump(mode="json"))
     return passed, scores
 
 
@@ -242,6 +247,7 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
     coll = TaskCollection(tasks_dir)
     kept_file = tasks_dir / "trajectories.jsonl"
     kept_file.unlink(missing_ok=True)  # a re-synthesis re-samples every task: no stale or doubled trajectories
+    kept_file.with_name(REJECTED_FILE).unlink(missing_ok=True)
     outcomes: list[TaskOutcome] = []
     # a finding that stands on its reproduction alone never becomes a task, nor training data
     unchecked = [x.id for x in nodes
