@@ -264,10 +264,12 @@ def loop_temperature(temperature: float | None) -> float:
 
 
 async def decide_unlooped(llm: Any, messages: list[dict[str, str]], *, role: str = "agent",
-                          temperature: float | None = None) -> tuple[Decision, list[tuple[Decision, str]]]:
+                          temperature: float | None = None,
+                          sample_index: int = 0) -> tuple[Decision, list[tuple[Decision, str]]]:
     """`decide`, with a turn that ends in a repetition loop sampled again (`unlooped`)."""
-    return await unlooped(await decide(llm, messages, role=role, temperature=temperature), lambda k: decide(
-        llm, messages, role=role, temperature=loop_temperature(temperature), sample_index=100 + k))
+    first = await decide(llm, messages, role=role, temperature=temperature, sample_index=sample_index)
+    return await unlooped(first, lambda k: decide(llm, messages, role=role, temperature=loop_temperature(temperature),
+                                                  sample_index=100 + 10 * sample_index + k))
 
 
 _PLACEHOLDER = re.compile(r"\be\.g\.|\bvalue in\b|^\s*value\s*$", re.I)

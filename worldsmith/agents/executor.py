@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide_unlooped, files_profile, loop_cut, frame_columns_note, mounted_profile, pandas_notes
+from worldsmith.agents.analyst import (decide_unlooped, files_profile, frame_columns_note, loop_cut, loop_temperature,
+                                       mounted_profile, pandas_notes)
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -256,8 +257,12 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
     messages = [{"role": "system", "content": t.section("system")}, {"role": "user", "content": user}]
     used, out = versions(TEMPLATE, *((JOIN_TEMPLATE,) if joined is not None else ())), Outcome[ExecutionResult](None)
     script, run, error = "", None, "no script was written"
+    void = False  # the last reply had no <code> block
     for attempt in range(1, max_script_attempts + 1):
-        d, dropped = await decide_unlooped(llm, messages, role=role, temperature=temperature)
+        # after a reply with no script, greedy decoding wrote the same tagless plan again (v13's node 11, three
+        # times): that turn is sampled
+        d, dropped = await decide_unlooped(llm, messages, role=role, temperature=loop_temperature(temperature)
+                                           if void else temperature, sample_index=attempt if void else 0)
         for gone, why in dropped:
             out.calls.append(record_call(len(out.calls), gone.completion, used, reply=gone.reply, sent=messages,
                                          void_reason=gone.turn.error, dropped=why))
@@ -266,7 +271,8 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
         out.calls.append(record_call(len(out.calls), d.completion, used, reply=reply, sent=messages,
                                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None))
         messages.append({"role": "assistant", "content": reply})
-        if d.turn.action is None or d.turn.action.kind != "code":
+        void = d.turn.action is None or d.turn.action.kind != "code"
+        if void:
             error = f"attempt {attempt}: no <code> block ({d.turn.error or 'the reply was an answer, not a script'})"
             log.add(f"Attempt {attempt}: unreadable reply", loop_cut(d.raw))
             out.errors.append(error)

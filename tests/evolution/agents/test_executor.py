@@ -65,6 +65,7 @@ async def test_failing_scripts_and_unbacked_numbers_are_sent_back(scripted_llm, 
     assert "KeyError" in script.requests[1].last_user and "did not work" in script.requests[1].last_user
     assert "printed no `RESULT" in script.requests[2].last_user
     assert "they work, keep them" not in script.requests[1].last_user  # nothing ran before the error
+    assert [r.temperature for r in script.requests[:3]] == [0.0, 0.0, 0.0]  # a script that ran is no void reply
     assert out.errors == ["attempt 1: the script failed: KeyError: 'revenue'", "attempt 2: no RESULT lines printed",
                           "the conclusion states 75, which the script did not print; use the printed numbers"]
 
@@ -372,3 +373,16 @@ async def test_a_script_that_prints_its_numbers_as_labels_is_rerun_with_result_l
                            text=True, check=True)
     assert f"RESULT south_total = {truth['south']}" in rerun.stdout
     assert "labelled print(s) rewritten as RESULT lines" in (work / LOG_FILE).read_text()
+
+
+async def test_after_a_reply_with_no_script_the_next_turn_is_sampled(scripted_llm, data: Path, tmp_path: Path,
+                                                                     sandbox_config) -> None:
+    """v13's node 11: greedy decoding wrote the same tagless plan ("Think: To answer the question, …") three times."""
+    script, llm = scripted_llm
+    plan = "Think: join the tables and group by region. The script will print RESULT lines."
+    script.queue(plan, TURN, REPORT)
+    out = await execute(llm, GOAL, node=8, workdir=tmp_path / "n8", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.attempts == 2
+    assert [r.temperature for r in script.requests[:2]] == [0.0, 0.7]
+    assert out.calls[1].sampling["temperature"] == 0.7 and out.calls[0].void_reason
