@@ -170,7 +170,8 @@ def test_check_answer_lists_findings_in_order_and_pick_respects_budgets() -> Non
 def test_every_guard_has_feedback_that_names_the_request() -> None:
     for kind in g.ORDER:
         text = g.feedback(g.Finding(kind, "DETAIL"), ["total"])
-        assert "DETAIL" in text and ("@total[value]" in text or kind == "no_evidence")
+        # the report guard fires only where no @names are asked
+        assert "DETAIL" in text and ("@total[value]" in text or kind in ("no_evidence", "report_sources"))
 
 
 def test_profile_facts_read_the_real_profiler(tmp_path) -> None:
@@ -340,3 +341,23 @@ def test_a_name_a_memo_says_another_column_holds_gets_that_memo_line_after_a_key
     assert "the documents say" not in observation_text(other, 2000, facts, code="x['amount_due']")
     # the facts survive the graph state's round trip
     assert DataFacts.from_state(facts.to_state()).documents == facts.documents
+
+
+REPORT_Q = ("Question: how strongly are amount and income correlated?\n\nWrite a Markdown report (`answer.md`) that "
+            "answers the question: state each number you computed with its definition, explain how you computed it, "
+            "and say what it means and which caveats apply.")
+
+
+def test_a_report_that_names_none_of_the_files_its_code_read_is_sent_back() -> None:
+    files = ["/w/data/orders_2023.csv", "/w/data/crm.xlsx", "/w/data/README.md"]
+    ran = [g.Cell("o = pd.read_csv('data/orders_2023.csv')\nc = pd.read_excel('data/crm.xlsx')", ok=True),
+           g.Cell("pd.read_csv('data/README.md')", ok=False)]  # failed: not a file it read
+    bare = "The correlation between amount and income is 0.4672."
+    [f] = [x for x in g.check_answer(bare, REPORT_Q, [], ran, files) if x.kind == "report_sources"]
+    assert f.detail == "orders_2023.csv, crm.xlsx"
+    assert "name the data files your code read (orders_2023.csv, crm.xlsx)" in g.feedback(f, [])
+    for named in ("From orders_2023.csv joined to the CRM: r = 0.4672 (Pearson).", "Source: the orders_2023 table."):
+        assert g.report_sources(named, REPORT_Q, [], ran, files) is None
+    assert g.report_sources(bare, REPORT_Q, ["r"], ran, files) is None  # a closed form: its tags are its answer
+    assert g.report_sources(bare, "What is r? Answer as @r[value].", [], ran, files) is None  # no report asked
+    assert g.report_sources(bare, REPORT_Q, [], ran[1:], files) is None  # no cell that ran read a file: not this

@@ -501,3 +501,25 @@ async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scri
     assert traj["metadata"]["setup"] and traj["metadata"]["setup"] in traj["user_prompt"]
     [row], _ = rl_rows([task])
     assert row["setup"] == traj["metadata"]["setup"] and row["prompt"][-1]["content"] == traj["user_prompt"]
+
+
+async def test_a_report_naming_no_data_file_is_sent_back_once(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    question = ("What is the mean amount?\n\nWrite a Markdown report (`answer.md`) that answers the question: state "
+                "each number you computed with its definition, explain how you computed it, and say what it means "
+                "and which caveats apply.")
+    bare = "<think>done</think><answer>The mean amount is 20.0.</answer>"
+    sourced = ("<think>name the file</think><answer>The mean amount in sales.csv is 20.0: the arithmetic mean of "
+               "the amount column over every row.</answer>")
+    script.queue(CODE_TURN, bare, sourced)
+    final, _ = await _run(make_rt(), question, [sales_csv])
+    traj = final["trajectory"]
+    assert traj["status"] == "answered" and "in sales.csv is 20.0" in traj["final_answer"]
+    assert [(x["kind"], x["reasked"], x["detail"]) for x in traj["guards"]] == [("report_sources", True, "sales.csv")]
+    assert "name the data files your code read (sales.csv)" in script.requests[2].last_user
+    # a second bare report is kept (the guard does not block), on record, with no further re-ask
+    script.queue(CODE_TURN, bare, bare)
+    final, _ = await _run(make_rt(), question, [sales_csv])
+    traj = final["trajectory"]
+    assert traj["status"] == "answered" and traj["final_answer"] == "The mean amount is 20.0."
+    assert [(x["kind"], x["reasked"]) for x in traj["guards"]] == [("report_sources", True), ("report_sources", False)]

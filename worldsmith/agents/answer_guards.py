@@ -15,7 +15,10 @@ Kinds, in the order the check node acts on them:
   question) outside the column's observed range;
 - unshown: a number the answer gives that no output of a cell that ran shows, at the precision the answer writes
   it (core/claim_numbers.py's rule; a percentage may be printed as a fraction, small whole numbers are not
-  checked) — made up, or taken from the prompt's sample rows.
+  checked) — made up, or taken from the prompt's sample rows;
+- report_sources: a Markdown report, asked to explain how it computed its numbers, that names none of the data
+  files its code read (v13's teacher reports stated the right r in one sentence and failed their rubrics on the
+  files and the method).
 The first two block: still firing once their re-ask is spent, they make the trajectory `unsupported`.
 The checks are pure; `profile_facts` reads the data facts the last two need, only when a question calls for them.
 """
@@ -40,7 +43,7 @@ EXAMPLE_TEMPLATE = "analyst_example.json"
 FEEDBACK_TEMPLATE = "analyst_feedback.md"
 #: the order the check node acts on them; the first three come before the format check, the rest after it
 ORDER: tuple[GuardKind, ...] = ("no_evidence", "example_copy", "names", "self_correlation", "out_of_range",
-                                "unshown")
+                                "unshown", "report_sources")
 BEFORE_FORMAT: frozenset[GuardKind] = frozenset({"no_evidence", "example_copy", "names"})
 
 
@@ -187,7 +190,30 @@ def check_answer(answer: str, question: str, names: Sequence[str], cells: Sequen
         found += [self_correlation(answer, question, names, facts), out_of_range(answer, question, names, facts)]
     if files and not any(found):  # an answer already re-asked about, or a guess, needs no second message on its numbers
         found.append(unshown(answer, names, cells))
+    found.append(report_sources(answer, question, names, cells, files))
     return [f for f in found if f is not None]
+
+
+#: a request for a written Markdown report that explains how its numbers were computed (evolution and world
+#: report tasks: prompts/evolve_task.md, prompts/world_messages.md)
+_REPORT = re.compile(r"\bMarkdown report\b", re.I)
+_EXPLAIN = re.compile(r"\bhow you computed\b", re.I)
+
+
+def report_sources(answer: str, question: str, names: Sequence[str], cells: Sequence[Cell],
+                   files: Sequence[str]) -> Finding | None:
+    """A Markdown report (no @names asked) that names none of the data files the code that ran read, though the
+    request asks it to explain how it computed its numbers. Its detail names those files."""
+    if names or not files or not (_REPORT.search(question) and _EXPLAIN.search(question)):
+        return None
+    ran = " ".join(c.code for c in cells if c.ok)
+    read = [n for n in dict.fromkeys(Path(f).name for f in files) if n and n in ran]
+    if not read:
+        return None  # no cell that ran read a file by name: no_evidence's, or nothing to name
+    low = answer.lower()
+    if any(n.lower() in low or Path(n).stem.lower() in low for n in read):
+        return None
+    return Finding("report_sources", ", ".join(read))
 
 
 def unshown(answer: str, names: Sequence[str], cells: Sequence[Cell]) -> Finding | None:

@@ -269,7 +269,8 @@ class PostProcess(Model):
     reason: str = ""
 
 
-GuardKind = Literal["no_evidence", "example_copy", "names", "self_correlation", "out_of_range", "unshown"]
+GuardKind = Literal["no_evidence", "example_copy", "names", "self_correlation", "out_of_range", "unshown",
+                    "report_sources"]
 #: guards that, still firing on the final answer, make it unsupported (graded wrong, never a teacher trajectory)
 BLOCKING_GUARDS: frozenset[str] = frozenset({"no_evidence", "example_copy"})
 
