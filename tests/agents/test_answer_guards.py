@@ -348,14 +348,18 @@ REPORT_Q = ("Question: how strongly are amount and income correlated?\n\nWrite a
             "and say what it means and which caveats apply.")
 
 
-def test_a_report_that_names_none_of_the_files_its_code_read_is_sent_back() -> None:
-    files = ["/w/data/orders_2023.csv", "/w/data/crm.xlsx", "/w/data/README.md"]
+def test_a_report_that_names_none_of_the_files_its_code_read_is_sent_back(tmp_path) -> None:
+    data = tmp_path / "data"  # a task's inputs: its workspace's top-level entries, here one folder
+    (data / "memos").mkdir(parents=True)
+    for name in ("orders_2023.csv", "crm.xlsx", "README.md", "memos/crm.md"):
+        (data / name).write_text("x\n")
+    files = [str(data)]
     ran = [g.Cell("o = pd.read_csv('data/orders_2023.csv')\nc = pd.read_excel('data/crm.xlsx')", ok=True),
            g.Cell("pd.read_csv('data/README.md')", ok=False)]  # failed: not a file it read
-    bare = "The correlation between amount and income is 0.4672."
+    bare = "Over the data, the correlation between amount and income is 0.4672."  # the folder's name is no file
     [f] = [x for x in g.check_answer(bare, REPORT_Q, [], ran, files) if x.kind == "report_sources"]
-    assert f.detail == "orders_2023.csv, crm.xlsx"
-    assert "name the data files your code read (orders_2023.csv, crm.xlsx)" in g.feedback(f, [])
+    assert f.detail == "crm.xlsx, orders_2023.csv"  # the files inside the folder, not "data"
+    assert "name the data files your code read (crm.xlsx, orders_2023.csv)" in g.feedback(f, [])
     for named in ("From orders_2023.csv joined to the CRM: r = 0.4672 (Pearson).", "Source: the orders_2023 table."):
         assert g.report_sources(named, REPORT_Q, [], ran, files) is None
     assert g.report_sources(bare, REPORT_Q, ["r"], ran, files) is None  # a closed form: its tags are its answer

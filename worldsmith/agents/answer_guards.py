@@ -207,7 +207,10 @@ def report_sources(answer: str, question: str, names: Sequence[str], cells: Sequ
     if names or not files or not (_REPORT.search(question) and _EXPLAIN.search(question)):
         return None
     ran = " ".join(c.code for c in cells if c.ok)
-    read = [n for n in dict.fromkeys(Path(f).name for f in files) if n and n in ran]
+    # a task's inputs are its workspace's top-level entries: the files inside a folder (`data/`) are what is read
+    inside = [q.name for f in files for q in (sorted(p for p in Path(f).rglob("*") if p.is_file())
+                                              if Path(f).is_dir() else [Path(f)])]
+    read = [n for n in dict.fromkeys(inside) if n and n in ran]
     if not read:
         return None  # no cell that ran read a file by name: no_evidence's, or nothing to name
     low = answer.lower()
