@@ -153,20 +153,16 @@ async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[st
                      first_index: int, timeout_s: float | None,
                      cards: list[EvidenceCard]) -> tuple[CriterionVerdict, Outcome[CriterionCheck]]:
     t = template(TEMPLATE)
-    if (found := recomputed_by_evidence(c, cards)) is not None:
-        # both solver runs computed its number: the model judges the wording only, and writes no script
-        got = await ask(llm, [{"role": "system", "content": t.section("system")},
-                              {"role": "user", "content": t.section(
-                                  "user", **context, id=c.id, type=c.type, provenance=c.provenance, text=c.text,
-                                  expected=str(c.expected_value)) + "\n\n" + t.section(
-                                  "recomputed", evidence=found[1])}],
-                        CriterionCheck, role=role, templates=versions(TEMPLATE), retries=retries,
-                        first_index=first_index)
-        return criterion_verdict(c, got.value, found[0], "; ".join(got.errors[-2:]), evidence=found[1]), got
     messages = [{"role": "system", "content": t.section("system")},
                 {"role": "user", "content": t.section(
                     "user", **context, id=c.id, type=c.type, provenance=c.provenance, text=c.text,
                     expected="none" if c.expected_value is None else str(c.expected_value))}]
+    if (found := recomputed_by_evidence(c, cards)) is not None:
+        # both solver runs computed its number: the model judges the wording only, and writes no script
+        messages[1]["content"] += "\n\n" + t.section("recomputed", evidence=found[1])
+        got = await ask(llm, messages, CriterionCheck, role=role, templates=versions(TEMPLATE), retries=retries,
+                        first_index=first_index)
+        return criterion_verdict(c, got.value, found[0], "; ".join(got.errors[-2:]), evidence=found[1]), got
     names = context["names"]
 
     def check(answer: CriterionCheck) -> list[str]:
