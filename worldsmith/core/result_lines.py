@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-#: the label's own separator before the value: "name:", "name =", "name -"
+#: the label's own separator before the value: "name:" or "name ="
 _SEP = re.compile(r"\s*[:=]\s*$")
 
 
