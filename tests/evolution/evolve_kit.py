@@ -25,7 +25,9 @@ TOTAL, MEAN = 150.0, 30.0
 
 SCRIPT = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
           "df.groupby('region').amount.sum().to_csv('by_region_{tag}.csv')\n"
-          "print(f'RESULT mean = {{df.amount.mean()}}')\nprint(f'RESULT total = {{df.amount.sum()}}')\n")
+          "print(f'RESULT mean = {{df.amount.mean()}}')\nprint(f'RESULT total = {{df.amount.sum()}}')\n"
+          "print('RESULT variant = {k}000')\n")  # each node's own number (far from any count a check prints):
+# findings that restate others' numbers make no task
 #: a dual-evidence solver reads the task's data/ folder
 SOLVER_SCRIPT = ("import pandas as pd\ndf = pd.read_csv('data/sales.csv')\n"
                  "print(f'RESULT mean = {df.amount.mean()}')\nprint(f'RESULT total = {df.amount.sum()}')\n")
@@ -58,11 +60,12 @@ class Player:
 
     def __init__(self, rounds: list[tuple[str, Any]], script: str | None = None,
                  conclude: Any = None) -> None:
-        """`script` (formatted with a unique `tag`) and `conclude(stdout) -> conclusion` replace the sales ones."""
+        """`script` (formatted with a unique `tag` and the executor call's number `k`) and `conclude(stdout) -> conclusion` replace the sales ones."""
         self.rounds = list(rounds)
         self.script, self.conclude = script or SCRIPT, conclude
         self.judged: dict[str, int] = {}
         self.round = 0
+        self.executed = 0
 
     def __call__(self, req: ScriptedRequest) -> Any:
         system = req.messages[0]["content"]
@@ -88,7 +91,8 @@ class Player:
             if "The folder `data/` holds the files" in user:  # a dual-evidence solver run of a report task
                 return f"<think>sum</think>\n<code>\n{SOLVER_SCRIPT}</code>"
             tag = uuid.uuid4().hex[:6]
-            return f"<think>sum</think>\n<code>\n{self.script.format(tag=tag)}</code>"
+            self.executed += 1
+            return f"<think>sum</think>\n<code>\n{self.script.format(tag=tag, k=self.executed)}</code>"
         if "sceptical but fair reviewer" in system:
             return self.judge(req.text, user)
         if "exact specification of one number" in system:

@@ -205,3 +205,25 @@ async def test_rejected_teacher_trajectories_are_kept_apart_with_their_grades(tm
     assert len(rejected) == 2 and all(not t["grades"][0]["passed"] for t in rejected)
     assert all(t["metadata"]["rejected"] == "rejection sampling" and "@mean[31.50]" in t["final_answer"]
                for t in rejected)
+
+
+async def test_a_finding_that_restates_its_parents_numbers_makes_no_second_task(tmp_path: Path) -> None:
+    """v13: a depth-3 node recomputed its parent's r and became a second task asking for that r in other words."""
+
+    class Restating(Player):
+        def __call__(self, req):
+            if ("You are a data analyst" in req.messages[0]["content"] and "RESTATE" in req.last_user
+                    and "The script ran" not in req.last_user):
+                self.executed -= 1  # this node's script prints its parent's numbers again
+            return super().__call__(req)
+
+    player = Restating([("expand", [("deepen", "What is the average sale amount?")]),
+                        ("expand", [("deepen", "RESTATE the average sale amount, checked again")])])
+    _, rt = scripted_runtime(tmp_path, player)
+    run, summary = await run_evolution(rt, make_data(tmp_path / "data"), config=EvolveConfig(
+        budget=EvolveBudget(steps=2, max_depth=3)), out=tmp_path / "run")
+    assert summary.verified == 2
+    made = await synthesize_tasks(rt, run.path, n=3, samples=0)
+    assert made.restated == {3: [2]}
+    assert [o.node for o in made.outcomes] == [2]
+    assert json.loads((run.path / "tasks" / "synthesis.json").read_text())["restated"] == {"3": [2]}

@@ -23,6 +23,7 @@ from worldsmith.evolution.synthesis import (
     instruction,
     pick_targets,
     requirements,
+    restated,
     section_of,
     to_rubric,
 )
@@ -63,6 +64,26 @@ def test_targets_alternate_shallow_and_deep() -> None:
     assert [n.id for n in pick_targets(nodes, 2)] == [2, 6]
     assert [n.id for n in pick_targets(nodes, 3)] == [2, 3, 6]
     assert [n.id for n in pick_targets(nodes, 10)] == [2, 3, 4, 6]  # unsupported and root never
+
+
+def test_a_finding_restating_earlier_numbers_is_found_at_the_precision_it_was_written() -> None:
+    """v13's graph: node 5 (depth 3) printed 0.8294 and 0.4672, its grandparent's and parent's r's, rounded."""
+    nodes = [node(1, 0, "root"), node(2, 1, parents=[1]), node(4, 2, parents=[2]), node(5, 3, parents=[4]),
+             node(6, 3, parents=[4]), node(7, 3, parents=[4]), node(13, 1, parents=[1]),
+             node(9, 2, parents=[2]), node(10, 2, parents=[2]), node(11, 2, parents=[2], status="unsupported"),
+             node(12, 3, parents=[10])]
+    numbers = {2: {"r_basket_amount": 0.8294268505308654}, 4: {"r_amount_income": 0.46723452443370833},
+               5: {"basket_size_amount": 0.8294, "amount_income": 0.4672},  # both its ancestors' numbers
+               6: {"mean_business": 3.2, "mean_consumer": 2.02},  # new numbers
+               7: {"mean_business": 3.07, "r": 0.47},  # 0.47 is 0.4672 at two decimals, 3.07 is new
+               13: {"r_discount_amount": -0.1950231515318033},
+               9: {"r": -0.195},  # not an ancestor's: an earlier node's (13, depth 1) number
+               10: {"r": 0.4682},  # 0.4682 is not 0.4672 at four decimals
+               11: {"r": 9.5},  # unsupported: neither restates nor is restated
+               12: {"r": 9.5}}
+    assert restated(nodes, numbers) == {5: [2, 4], 9: [13]}
+    assert restated(nodes, {**numbers, 12: {}}) == {5: [2, 4], 9: [13]}  # no number is no repeat
+    assert restated(nodes, {**numbers, 10: {"r": 0.83}}) == {5: [2, 4], 9: [13], 10: [2]}
 
 
 def _run(i: int, mode: str, question: str, retrieved=()) -> NodeRun:

@@ -40,10 +40,11 @@ from worldsmith.core.schemas import (
     Tolerance,
     Trajectory,
 )
-from worldsmith.core.store import append_jsonl, atomic_write_text, read_model
+from worldsmith.core.store import ArtifactError, append_jsonl, atomic_write_text, read_model
 from worldsmith.core.taskpkg import TaskCollection, workspace_ref
 from worldsmith.core.workspace_types import Node, script_name
 from worldsmith.evolution import synthesis as syn
+from worldsmith.evolution.workspace import WorkspaceStore
 from worldsmith.graphs.evolve_ops import open_store, read_node_run
 from worldsmith.graphs.runtime import GraphRuntime
 from worldsmith.tools.files import profile_workspace
@@ -81,6 +82,9 @@ class SynthesisSummary(BaseModel):
     kept_trajectories: int = 0
     unchecked: list[int] = Field(default_factory=list, description="verified nodes no task was built on: no "
                                                                    "alternative check of theirs ran")
+    restated: dict[int, list[int]] = Field(default_factory=dict, description=(
+        "verified nodes no task was built on because every number their finding states is one the listed earlier "
+        "findings stated already"))
 
 
 def _task_id(run_dir: Path, node: Node, kind: str) -> str:
@@ -252,7 +256,12 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
     # a finding that stands on its reproduction alone never becomes a task, nor training data
     unchecked = [x.id for x in nodes
                  if x.verified and (r := read_node_run(run_dir, x.id)) is not None and r.unchecked]
-    for i, node in enumerate(syn.pick_targets([x for x in nodes if x.id not in unchecked], n)):
+    numbers = {x.id: r.numbers for x in nodes if x.mode != "root" and x.verified
+               and (r := _result(store, x.id)) is not None}
+    # a finding that only restates numbers of earlier ones would be a second task asking the same thing
+    repeats = syn.restated(nodes, numbers)
+    for i, node in enumerate(syn.pick_targets([x for x in nodes if x.id not in unchecked and x.id not in repeats],
+                                              n)):
         path = await asyncio.to_thread(store.graph.path_to_root, node.id)
         runs = {p.id: r for p in path if (r := read_node_run(run_dir, p.id)) is not None}
         reqs = syn.requirements(path, runs)
@@ -304,9 +313,17 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
         _note(on_event, {"type": "task", "node": node.id, "status": "written", "task": task.id, "passed": passed})
     summary = SynthesisSummary(run=str(run_dir), tasks_dir=str(tasks_dir), outcomes=outcomes,
                                pass_rate_by_depth=pass_rate_by_depth(outcomes),
-                               kept_trajectories=sum(o.passed for o in outcomes), unchecked=unchecked)
+                               kept_trajectories=sum(o.passed for o in outcomes), unchecked=unchecked,
+                               restated=repeats)
     atomic_write_text(tasks_dir / "synthesis.json", summary.model_dump_json(indent=2) + "\n")
     return summary
+
+
+def _result(store: WorkspaceStore, node: int) -> ExecutionResult | None:
+    try:
+        return ExecutionResult.model_validate_json(store.read_bytes(node, "execution_result.json"))
+    except (ArtifactError, ValueError):  # no result committed, or not one the schema reads
+        return None
 
 
 def pass_rate_by_depth(outcomes: list[TaskOutcome]) -> dict[int, float]:

@@ -206,5 +206,8 @@ def tasks_cmd(
         console.print(f"[green]{len(written)} tasks[/] in {escape(summary.tasks_dir)} "
                       f"({len(summary.outcomes) - len(written)} dropped); kept trajectories "
                       f"{summary.kept_trajectories}; pass rate {rates}", highlight=False)
+        for node, earlier in summary.restated.items():
+            console.print(f"  node {node}: no task, its finding restates the numbers of node"
+                          f"{'s' if len(earlier) > 1 else ''} {', '.join(map(str, earlier))}", highlight=False)
     if summary.outcomes and not written:  # a script reading --json learns it from the exit status too
         raise typer.Exit(EXIT_FAILED)

@@ -56,6 +56,55 @@ def pick_targets(nodes: list[Node], n: int) -> list[Node]:
     return sorted(out, key=lambda x: (x.depth, x.id))
 
 
+def _decimals(x: float) -> int:
+    """Decimal places ``x`` was written with (``0.4672`` → 4, ``3.2`` → 1, ``2000.0`` → 0), at most 6."""
+    text = format(x, ".6f").rstrip("0")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def _same_number(a: float, b: float) -> bool:
+    """Equal at the precision of the less precise of the two (0.83 is 0.8294 written with two decimals)."""
+    d = min(_decimals(a), _decimals(b))
+    return abs(a - b) <= 0.5 * 10.0 ** -d + 1e-12
+
+
+def restated(nodes: list[Node], numbers: dict[int, dict[str, float]]) -> dict[int, list[int]]:
+    """Verified nodes whose finding states no number of its own: every number its script printed as a RESULT line
+    is one its ancestors' findings stated already, or one an earlier verified node (shallower, or as deep with a
+    smaller id) stated. A task built on such a node asks again what the earlier one asks (v13's depth-3 node 5
+    recomputed its parent's amount–income r 0.4672 and its grandparent's basket–amount r, and became a second task
+    asking for that r in other words). Maps each to the nodes whose numbers cover it; a node with no number is
+    never a repeat."""
+    by_id = {x.id: x for x in nodes}
+    verified = sorted((x for x in nodes if x.mode != "root" and x.verified), key=lambda x: (x.depth, x.id))
+    out: dict[int, list[int]] = {}
+    for i, x in enumerate(verified):
+        own = list(numbers.get(x.id, {}).values())
+        if not own:
+            continue
+        ancestors: list[int] = []
+        todo, seen = list(x.parents), set()
+        while todo:
+            a = todo.pop()
+            if a in seen or a not in by_id:
+                continue
+            seen.add(a)
+            if a in numbers:
+                ancestors.append(a)
+            todo.extend(by_id[a].parents)
+        pooled = [v for a in ancestors for v in numbers[a].values()]
+        if all(any(_same_number(v, w) for w in pooled) for v in own):
+            out[x.id] = sorted(a for a in ancestors
+                               if any(_same_number(v, w) for v in own for w in numbers[a].values()))
+            continue
+        for y in verified[:i]:
+            theirs = list(numbers.get(y.id, {}).values())
+            if theirs and all(any(_same_number(v, w) for w in theirs) for v in own):
+                out[x.id] = [y.id]
+                break
+    return out
+
+
 def requirements(path: list[Node], runs: dict[int, NodeRun]) -> list[Requirement]:
     """What the path asks of a solver who starts from the root: each ancestor's analysis becomes a prerequisite
     (deepen), a retrieval (search), an isolated part (decompose) or a combination (compose); the target's own
