@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import (decide_unlooped, files_profile, frame_columns_note, loop_cut, loop_temperature,
-                                       mounted_profile, pandas_notes)
+from worldsmith.agents.analyst import (LOOP_RESAMPLES, decide, decide_unlooped, files_profile, frame_columns_note,
+                                       loop_cut, loop_temperature, mounted_profile, pandas_notes)
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -263,10 +263,17 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
         # times): that turn is sampled
         d, dropped = await decide_unlooped(llm, messages, role=role, temperature=loop_temperature(temperature)
                                            if void else temperature, sample_index=attempt if void else 0)
+        while (script and d.turn.action is not None and d.turn.action.kind == "code" and len(dropped) < LOOP_RESAMPLES
+               and with_join(joined, d.turn.action.content).strip() == script.strip()):
+            # greedy decoding wrote the script that just failed once more (v14's node 2 three times, the same
+            # KeyError each time, the frame's columns shown after each): it would fail again, so it is sampled
+            dropped.append((d, "it is the script that just failed, written again"))
+            d = await decide(llm, messages, role=role, temperature=loop_temperature(temperature),
+                             sample_index=200 + 10 * attempt + len(dropped))
         for gone, why in dropped:
             out.calls.append(record_call(len(out.calls), gone.completion, used, reply=gone.reply, sent=messages,
                                          void_reason=gone.turn.error, dropped=why))
-            log.add(f"Attempt {attempt}: a looping reply, sampled again", f"{why}\n\n{loop_cut(gone.raw)}")
+            log.add(f"Attempt {attempt}: a reply sampled again", f"{why}\n\n{loop_cut(gone.raw)}")
         reply = d.reply if d.turn.action is not None else loop_cut(d.reply)
         out.calls.append(record_call(len(out.calls), d.completion, used, reply=reply, sent=messages,
                                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None))

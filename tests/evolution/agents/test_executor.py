@@ -160,14 +160,33 @@ async def test_a_goal_naming_a_file_inside_a_folder_input_sees_only_that_table(s
 
 async def test_a_failed_script_written_again_is_called_a_repeat(scripted_llm, data: Path, tmp_path: Path,
                                                                sandbox_config) -> None:
+    """Greedy decoding wrote the failed script again: it is sampled twice more, then run and called a repeat."""
+    script, llm = scripted_llm
+    broken = "<think>x</think>\n<code>\nimport pandas as pd\nprint(pd.read_csv('sales.csv')['revenue'].sum())\n</code>"
+    script.queue(broken, broken, broken, broken, TURN, REPORT)
+    out = await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.attempts == 3
+    assert "same script as your previous attempt" not in script.requests[1].last_user  # the first failure
+    assert "same script as your previous attempt" in script.requests[4].last_user  # written again as it was
+    assert [c.dropped is not None for c in out.calls[:5]] == [False, True, True, False, False]
+
+
+async def test_a_failed_script_written_again_is_sampled_anew_and_the_repeat_never_runs(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    """v14's node 2: the same KeyError script three times at temperature 0, the frame's columns shown each time."""
     script, llm = scripted_llm
     broken = "<think>x</think>\n<code>\nimport pandas as pd\nprint(pd.read_csv('sales.csv')['revenue'].sum())\n</code>"
     script.queue(broken, broken, TURN, REPORT)
     out = await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
                         sandbox=sandbox_config)
-    assert out.value.status == "completed" and out.value.attempts == 3
-    assert "same script as your previous attempt" not in script.requests[1].last_user  # the first failure
-    assert "same script as your previous attempt" in script.requests[2].last_user  # written again as it was
+    assert out.value.status == "completed" and out.value.attempts == 2  # the repeat cost no attempt
+    assert script.requests[1].temperature == 0.0 and script.requests[2].temperature == 0.7
+    assert script.requests[2].messages == script.requests[1].messages  # the dropped reply never joined the talk
+    dropped = [c for c in out.calls if c.dropped]
+    assert len(dropped) == 1 and "the script that just failed" in dropped[0].dropped
+    log = (tmp_path / "n1" / "analysis_log.md").read_text()
+    assert log.count("KeyError: 'revenue'") >= 1 and "Attempt 2: a reply sampled again" in log
 
 
 def orders_and_crm(tmp_path: Path, columns: str, values: Callable[[int], str]) -> Path:
