@@ -8,6 +8,8 @@ Status and action, one rule:
   model gave a rewording, else dropped;
 - otherwise verified, kept.
 A model that gives no usable check leaves the criterion unverifiable: nothing unchecked grades a deliverable.
+A recomputation script that fails or prints no RESULT line goes back to the model once, with its error and the
+pandas notes the analyst gets (`.dt` on text dates, a KeyError's columns).
 
 The dual evidence is itself a recomputation. A criterion whose expected value two different solver runs computed
 (each from the initial workspace, in its own sandbox) needs no model-written script: the model is asked only about
@@ -28,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from worldsmith.agents.analyst import frame_columns_note, pandas_notes
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.agents.rubric_generator import check_cards, evidence_criteria, render_cards
 from worldsmith.core.claim_numbers import parse_results
@@ -46,6 +49,8 @@ from worldsmith.prompts import template
 from worldsmith.tools.sandbox import Sandbox, open_sandbox
 
 TEMPLATE = "evolve_criterion.md"
+#: a recomputation script that failed or printed no RESULT line goes back to the model this many times
+RECOMPUTE_REPAIRS = 1
 DEFAULT_REL_TOLERANCE = 0.01  # a criterion without its own tolerance: 1% relative
 
 
@@ -171,15 +176,31 @@ async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[st
     got = await ask(llm, messages, CriterionCheck, role=role, templates=versions(TEMPLATE), retries=retries,
                     first_index=first_index, check=check)
     recomputed, failure = None, "; ".join(got.errors[-2:])
-    if got.value is not None and c.expected_value is not None:
+    for repair in range(RECOMPUTE_REPAIRS + 1):
+        if got.value is None or c.expected_value is None:
+            break
         if problems := recomputation_problems(got.value.code, names):
             failure = "; ".join(problems)
-        else:
-            await sb.restart()
-            run = await sb.run(unfenced(got.value.code), timeout=timeout_s)
-            recomputed = recomputed_value(run.stdout) if run.ok else None
-            if recomputed is None:
-                failure = f"the recomputation printed no RESULT value: {run.to_observation(400)}"
+            break
+        await sb.restart()
+        code = unfenced(got.value.code or "")
+        run = await sb.run(code, timeout=timeout_s)
+        recomputed = recomputed_value(run.stdout) if run.ok else None
+        if recomputed is not None:
+            break
+        observation = run.to_observation(400) + frame_columns_note(run) + pandas_notes(code, run.error)
+        failure = f"the recomputation printed no RESULT value: {observation}"
+        if repair == RECOMPUTE_REPAIRS:
+            break
+        # v13's node 6: the script called `.dt` on a text date and the criterion holding the report's number was
+        # dropped as unverifiable; the failure and the notes the analyst gets go back once
+        again = await ask(llm, messages + [{"role": "assistant", "content": got.value.model_dump_json()},
+                                           {"role": "user", "content": t.section("failed", observation=observation)}],
+                          CriterionCheck, role=role, templates=versions(TEMPLATE), retries=retries,
+                          first_index=first_index + len(got.calls), check=check)
+        got = Outcome(again.value, got.calls + again.calls, got.errors + [failure] + again.errors)
+        if again.value is None:
+            failure = "; ".join(again.errors[-2:]) or failure
     return criterion_verdict(c, got.value, recomputed, failure), got
 
 

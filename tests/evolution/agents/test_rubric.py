@@ -257,6 +257,30 @@ async def test_a_number_restated_instead_of_recomputed_is_never_verified(scripte
     assert "Input files: sales.csv" in script.requests[0].text
 
 
+async def test_a_recomputation_that_fails_goes_back_once_with_its_error(scripted_llm, data: Path,
+                                                                         sandbox_config) -> None:
+    """v13's node 6: the validator's script called `.dt` on a column that is not a date, and the criterion holding
+    the report's number was dropped as unverifiable. The failure goes back once; a script failing twice drops it."""
+    script, llm = scripted_llm
+    df = pd.read_csv(data / "sales.csv")
+    south_total = float(df[df.region == "south"].amount.sum())
+    rubric = RubricDraft.model_validate({"dimensions": DIMS, "criteria": [
+        crit("c1", "reports the south total", "generated", south_total),
+        crit("c2", "reports the south total again", "generated", south_total, dim="method")]})
+    broken = check("df[df.region.dt.year == 2024].amount.sum()")
+    script.on(r"Criterion c1 ", broken, times=1).on(r"Criterion c1 ", check("df[df.region == 'south'].amount.sum()"))
+    script.on(r"Criterion c2 ", broken)
+    out = await validate_criteria(llm, rubric, task=TASK, ground_truth=TRUTH, cards=LONE_CARDS,
+                                  inputs=[data / "sales.csv"], sandbox=sandbox_config, retries=0)
+    by_id = {x.criterion: x for x in out.value.verdicts}
+    assert by_id["c1"].status == "verified" and by_id["c1"].recomputed == south_total
+    assert by_id["c2"].status == "unverifiable" and "AttributeError" in by_id["c2"].reason
+    asks = [r.last_user for r in script.requests if "Criterion c2 " in r.text]
+    assert len(asks) == 2  # one repair, not more
+    assert "did not print a `RESULT value = <number>` line" in asks[1] and "AttributeError" in asks[1]
+    assert [c.id for c in out.value.criteria] == ["c1"] and len(out.calls) == 4
+
+
 async def test_a_number_both_solver_runs_computed_needs_no_script_and_evidence_criteria_no_model(
         scripted_llm, data: Path, sandbox_config) -> None:
     """v13's amount-income report: the 1.5B validator wrote no script reading a data file for the r both solvers
