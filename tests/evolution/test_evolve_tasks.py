@@ -227,3 +227,7 @@ async def test_a_finding_that_restates_its_parents_numbers_makes_no_second_task(
     assert made.restated == {3: [2]}
     assert [o.node for o in made.outcomes] == [2]
     assert json.loads((run.path / "tasks" / "synthesis.json").read_text())["restated"] == {"3": [2]}
+    report = (run.path / "tasks" / "report.md").read_text()  # the readable summary beside it
+    assert "1 of 1 targets written" in report and f"| 2 | 1 | deepen | closed_form | answer_tags | " \
+        f"`{made.outcomes[0].task_id}` | not sampled |" in report
+    assert "- node 3: every number its finding states is one node 2 stated already" in report

@@ -52,6 +52,7 @@ from worldsmith.tools.sandbox import open_sandbox
 
 TASKS_DIR = "tasks"
 ROOT_EXPORT = "tasks_root"
+REPORT_FILE = "report.md"  # RUN/tasks/report.md: the readable synthesis summary
 #: the dual-evidence solvers' work folders (script, analysis log, result), per task and role, in the run directory
 EVIDENCE_DIR = "evidence"
 SOLVER_ROLES = ("agent", "teacher")  # the dual-evidence runs: two independent solvers
@@ -316,7 +317,41 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
                                kept_trajectories=sum(o.passed for o in outcomes), unchecked=unchecked,
                                restated=repeats)
     atomic_write_text(tasks_dir / "synthesis.json", summary.model_dump_json(indent=2) + "\n")
+    atomic_write_text(tasks_dir / REPORT_FILE, synthesis_report(summary))
     return summary
+
+
+def synthesis_report(s: SynthesisSummary) -> str:
+    """`RUN/tasks/report.md`: what synthesis wrote, what it dropped and why, and which findings it left alone."""
+    written = [o for o in s.outcomes if o.status == "written"]
+    rates = ", ".join(f"depth {d}: {r:.0%}" for d, r in s.pass_rate_by_depth.items()) or "not sampled"
+    lines = [f"# Tasks from run {Path(s.run).name}", "",
+             (f"{len(written)} of {len(s.outcomes)} targets written; {s.kept_trajectories} teacher "
+              f"{'trajectory' if s.kept_trajectories == 1 else 'trajectories'} "
+              f"kept for training (`trajectories.jsonl`; the rejected ones in `{REJECTED_FILE}`); teacher pass "
+              f"rate {rates}. Packages in `tasks/`, index in `index.jsonl`, this summary as `synthesis.json`."), ""]
+    if written:
+        lines += ["| node | depth | mode | kind | deliverable | task | teacher passed | scores |",
+                  "|---|---|---|---|---|---|---|---|",
+                  *[f"| {o.node} | {o.depth} | {o.mode} | {o.kind} | {o.deliverable} | `{o.task_id}` | "
+                    f"{f'{o.passed}/{o.samples}' if o.samples else 'not sampled'} | "
+                    f"{', '.join(f'{x:.2f}' for x in o.scores) or '—'} |" for o in written], ""]
+        revised = [o for o in written if o.rubric_dropped]
+        if revised:
+            lines += ["Rubric criteria the criterion validator dropped: "
+                      + "; ".join(f"node {o.node}: {', '.join(o.rubric_dropped)}" for o in revised) + ".", ""]
+    dropped = [o for o in s.outcomes if o.status == "dropped"]
+    if dropped:
+        lines += ["## Dropped", "", *[f"- node {o.node} (depth {o.depth}, {o.mode}): {o.reason or 'no reason recorded'}"
+                                      for o in dropped], ""]
+    if s.restated or s.unchecked:
+        lines += ["## Findings no task was built on", ""]
+        lines += [f"- node {n}: every number its finding states is one node{'s' if len(e) > 1 else ''} "
+                  f"{', '.join(map(str, e))} stated already" for n, e in s.restated.items()]
+        lines += [f"- node {n}: no alternative check of it ran (it stands on its reproduction alone)"
+                  for n in s.unchecked]
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _result(store: WorkspaceStore, node: int) -> ExecutionResult | None:

@@ -189,7 +189,7 @@ def tasks_cmd(
     """Backward task synthesis: packaged tasks (Harbor layout) from the run's verified nodes, in RUN/tasks."""
     import asyncio
 
-    from worldsmith.app.evolve_tasks import synthesize_tasks
+    from worldsmith.app.evolve_tasks import REPORT_FILE, synthesize_tasks
     from worldsmith.core.store import ArtifactError
     from worldsmith.llm import LLMError
 
@@ -206,6 +206,7 @@ def tasks_cmd(
         console.print(f"[green]{len(written)} tasks[/] in {escape(summary.tasks_dir)} "
                       f"({len(summary.outcomes) - len(written)} dropped); kept trajectories "
                       f"{summary.kept_trajectories}; pass rate {rates}", highlight=False)
+        console.print(f"report: {escape(str(Path(summary.tasks_dir) / REPORT_FILE))}", highlight=False)
         for node, earlier in summary.restated.items():
             console.print(f"  node {node}: no task, its finding restates the numbers of node"
                           f"{'s' if len(earlier) > 1 else ''} {', '.join(map(str, earlier))}", highlight=False)
