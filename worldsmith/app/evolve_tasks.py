@@ -185,7 +185,7 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
     spec = await write_answer_spec(rt.llm, goal=goal, script=scripts[-1][1], name=name, value=value, files=files,
                                    root=root_dir)
     if spec.value is None:
-        return None, "no answer spec passed the lint: " + "; ".join(spec.errors[-3:])
+        return None, "no answer spec passed the lint: " + "; ".join(dict.fromkeys(spec.errors[-3:]))
     f = spec.value
     exact, _ = await asyncio.to_thread(spec_value, f, root_dir)
     kept_all = syn.as_recorded([code for _, code in scripts])
@@ -220,7 +220,7 @@ async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requir
         return None, "dual evidence needs >= 2 successful solver runs: " + "; ".join(errors), []
     draft = await generate_rubric(rt.llm, text, node.conclusion, cards)
     if draft.value is None:
-        return None, "no usable rubric draft: " + "; ".join(draft.errors[-3:]), []
+        return None, "no usable rubric draft: " + "; ".join(dict.fromkeys(draft.errors[-3:])), []
     checked = await validate_criteria(rt.llm, draft.value, task=text, ground_truth=node.conclusion, cards=cards,
                                       inputs=[root_dir / syn.DATA], sandbox=rt.settings.sandbox)
     validated = checked.value
