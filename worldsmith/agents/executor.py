@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from worldsmith.agents.analyst import (LOOP_RESAMPLES, decide, decide_unlooped, files_profile, frame_columns_note,
-                                       loop_cut, loop_temperature, mounted_profile, pandas_notes)
+                                       keyerror_keys, loop_cut, loop_temperature, mounted_profile, pandas_notes)
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -128,6 +128,22 @@ class Joined(BaseModel):
 
 
 _JOIN_PROBE = '\nprint("__JOINED__", json.dumps([str(c) for c in df.columns]))'
+
+
+def joined_note(joined: Joined | None, run: ExecResult) -> str:
+    """After a KeyError on a column the join put at the top of the script holds: that `df` holds it. v14's node 4
+    looked `amount` up in the crm table and `income` in the orders table, three attempts, the columns of the frame
+    it had used shown each time, while `df` held both."""
+    error = run.error
+    if joined is None or error is None or error.type != "KeyError":
+        return ""
+    here = set(getattr(error, "columns", None) or ())
+    keys = [k for k in keyerror_keys(error.message) if k in joined.columns and k not in here]
+    if not keys:
+        return ""
+    return "\n" + template(TEMPLATE).section(
+        "joined key", names=", ".join(f"`{k}`" for k in keys), verb="is a column" if len(keys) == 1 else "are columns",
+        example=f"df[{keys[0]!r}]")
 
 
 async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: list[Path], sandbox: SandboxConfig,
@@ -292,6 +308,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
             run = await run_script(script, inputs, sandbox, Path(tmp), timeout_s)
             observation = (run.to_observation(OBSERVATION_CHARS) + frame_columns_note(run)
                            + pandas_notes(script, run.error)
+                           + joined_note(joined, run)
                            + ("\n" + t.section("repeated script") if repeated and not run.ok else "")
                            + ("\n" + t.section("partly ran") if partly_ran(run, joined is not None) else ""))
             log.add(f"Attempt {attempt}: script", script, "python")

@@ -240,6 +240,28 @@ async def test_a_goal_over_two_linked_tables_gets_their_join_at_the_top_of_its_s
     assert with_join(None, analysis) == analysis
 
 
+async def test_a_column_looked_up_in_one_table_that_the_join_holds_is_said_to_be_in_df(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    """v14's node 4: `crm['amount']` three times, the crm table's columns shown after each, while `df` (the join
+    at the top of the script) held amount and income both."""
+    data = orders_and_crm(tmp_path, "income", lambda k: str(1000 * k * k))
+    # by hand: order i (amount 10 i) belongs to account (i % 5) + 1, whose income is 1000 times its number squared
+    r = pd.Series([10 * i for i in range(1, 11)]).corr(pd.Series([1000 * ((i % 5) + 1) ** 2 for i in range(1, 11)]))
+    script, llm = scripted_llm
+    script.queue("<think>x</think><code>print(f\"RESULT r = {crm['amount'].corr(crm['income'])}\")</code>",
+                 "<think>x</think><code>print(f\"RESULT r = {df['revenue'].corr(df['income'])}\")</code>",
+                 "<think>x</think><code>print(f\"RESULT r = {df['amount'].corr(df['income'])}\")</code>",
+                 {**REPORT, "conclusion": f"r is {r:.4f}."})
+    goal = GoalPackage(goal="Joining orders.csv (acct_ref) to crm.csv (customer_id), matching the ids by the number "
+                            "in them, how strongly are amount and income correlated?")
+    out = await execute(llm, goal, node=1, workdir=tmp_path / "n1", inputs=[data / "orders.csv", data / "crm.csv"],
+                        sandbox=sandbox_config)
+    told = script.requests[1].last_user
+    assert "KeyError" in told and "`amount` is a column of `df`, the joined table" in told and "df['amount']" in told
+    assert "the joined table" not in script.requests[2].last_user  # `revenue` is in no table: no such note
+    assert out.value.status == "completed" and out.value.numbers["r"] == pytest.approx(r) and abs(r) > 0.05
+
+
 async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_that_file_joined(
         scripted_llm, tmp_path: Path, sandbox_config) -> None:
     """v10: "the average income by region in the 2023 orders using the `orders_2023.csv` file" — income and region
