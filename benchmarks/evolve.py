@@ -147,6 +147,8 @@ async def embedded_run(args: argparse.Namespace) -> None:
         print(f"tasks written {len(written)} of {len(made.outcomes)}; pass rate by depth {made.pass_rate_by_depth}")
         for o in made.outcomes:
             print(f"  node {o.node} depth {o.depth}: {o.status} {o.kind or ''} {o.reason[:160]}")
+        for node, earlier in made.restated.items():
+            print(f"  node {node}: no task, restates the numbers of {earlier}")
 
 
 def main() -> None:
