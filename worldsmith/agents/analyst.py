@@ -541,10 +541,21 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
     the turn's token budget (`cut_off_at`), that it was cut."""
     text = result.to_observation(max_chars)
     error = getattr(result, "error", None)
-    facts = facts or DataFacts()
     if cut_off_at is not None:
         text += "\n" + feedback("cut off", tokens=str(cut_off_at))
-    text += frame_columns_note(result)
+    text += observation_notes(result, facts or DataFacts(), code)
+    if error:
+        text += "\n" + feedback("code failed")
+    elif not text.strip():
+        text = feedback("no output")
+    return text
+
+
+def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
+    """The notes :func:`observation_text` puts after a cell's output, from the error, the code and the inputs'
+    `facts` (the executor puts them after a script's output too); '' when none applies."""
+    error = getattr(result, "error", None)
+    text = frame_columns_note(result)
     if error and error.type == "KeyError" and (missing := missing_columns(error.message, facts.columns)):
         text += "\n" + feedback("missing column", names="; ".join(
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
@@ -561,12 +572,7 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
         text += "\n" + feedback("value not held", values="; ".join(unheld))
     if error and (wrong := wrong_readers(code, facts.loads)):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
-    text += pandas_notes(code, error)
-    if error:
-        text += "\n" + feedback("code failed")
-    elif not text.strip():
-        text = feedback("no output")
-    return text
+    return text + pandas_notes(code, error)
 
 
 def repeat_nudge() -> str:

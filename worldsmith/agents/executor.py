@@ -20,8 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import (LOOP_RESAMPLES, decide, decide_unlooped, files_profile, frame_columns_note,
-                                       keyerror_keys, loop_cut, loop_temperature, mounted_profile, pandas_notes)
+from worldsmith.agents.analyst import (LOOP_RESAMPLES, decide, decide_unlooped, files_profile, keyerror_keys,
+                                       loop_cut, loop_temperature, mounted_profile, observation_notes)
+from worldsmith.agents.answer_guards import profile_facts
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
     parse_results,
@@ -128,6 +129,14 @@ class Joined(BaseModel):
 
 
 _JOIN_PROBE = '\nprint("__JOINED__", json.dumps([str(c) for c in df.columns]))'
+
+
+def script_notes(run: ExecResult, inputs: list[Path], script: str) -> str:
+    """The analyst's notes on a failed cell, for a failed script (`analyst.observation_notes`, from the inputs'
+    profile): a KeyError's near-miss spelling, the tables that hold a column, the column a document names for it,
+    a merge on ids the tables spell differently, a text a column does not hold, the wrong reader, pandas slips.
+    v14's node 6 merged the orders on `customer_id`, a column only the crm table has, three times."""
+    return observation_notes(run, profile_facts([str(p) for p in inputs]), script)
 
 
 def joined_note(joined: Joined | None, run: ExecResult) -> str:
@@ -306,8 +315,9 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
         script = written
         with tempfile.TemporaryDirectory(prefix="executor-") as tmp:
             run = await run_script(script, inputs, sandbox, Path(tmp), timeout_s)
-            observation = (run.to_observation(OBSERVATION_CHARS) + frame_columns_note(run)
-                           + pandas_notes(script, run.error)
+            failed = not (run.ok and parse_results(run.stdout))
+            observation = (run.to_observation(OBSERVATION_CHARS)
+                           + (await asyncio.to_thread(script_notes, run, inputs, script) if failed else "")
                            + joined_note(joined, run)
                            + ("\n" + t.section("repeated script") if repeated and not run.ok else "")
                            + ("\n" + t.section("partly ran") if partly_ran(run, joined is not None) else ""))

@@ -262,6 +262,26 @@ async def test_a_column_looked_up_in_one_table_that_the_join_holds_is_said_to_be
     assert out.value.status == "completed" and out.value.numbers["r"] == pytest.approx(r) and abs(r) > 0.05
 
 
+async def test_a_failed_script_gets_the_analysts_notes_on_the_data(scripted_llm, tmp_path: Path,
+                                                                   sandbox_config) -> None:
+    """v14's node 6 merged the orders on `customer_id`, which only the crm table has, three times with the orders'
+    columns shown: the analyst's notes (which tables hold a column, ids spelled differently) come with the error."""
+    data = orders_and_crm(tmp_path, "segment", lambda k: "gold" if k % 2 else "basic")
+    merge = ("orders = pd.read_csv('orders.csv')\ncrm = pd.read_csv('crm.csv')\n"
+             "df = orders.merge(crm, on='{on}')\nprint(df.groupby('segment').amount.mean())")
+    script, llm = scripted_llm
+    script.queue(f"<think>x</think><code>import pandas as pd\n{merge.format(on='customer_id')}</code>",
+                 f"<think>x</think><code>import pandas as pd\n{merge.format(on='segment')}</code>",
+                 "<think>x</think><code>print('RESULT n = 10')</code>", {**REPORT, "conclusion": "10 orders."})
+    out = await execute(llm, GoalPackage(goal="How does the mean amount differ across segment?"), node=1,
+                        workdir=tmp_path / "n1", inputs=[data / "orders.csv", data / "crm.csv"], sandbox=sandbox_config)
+    told = script.requests[1].last_user
+    assert "KeyError" in told and "'customer_id' is a column of crm.csv only; orders.csv has order_id, acct_ref, " \
+        "amount" in told
+    assert "'segment' is a column of crm.csv only" in script.requests[2].last_user
+    assert out.value.status == "completed"
+
+
 async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_that_file_joined(
         scripted_llm, tmp_path: Path, sandbox_config) -> None:
     """v10: "the average income by region in the 2023 orders using the `orders_2023.csv` file" — income and region
