@@ -25,6 +25,7 @@ from worldsmith.agents.analyst import (LOOP_RESAMPLES, decide, decide_unlooped, 
 from worldsmith.agents.answer_guards import profile_facts
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.claim_numbers import (
+    misreadings,
     parse_results,
     named_numbers,
     printed_numbers,
@@ -216,10 +217,11 @@ def partly_ran(run: ExecResult, joined: bool) -> bool:
 
 
 def report_problems(draft: ResultDraft, stdout: str, goal: str = "") -> list[str]:
-    """Numbers the conclusion states that the script did not print; numbers the goal itself states (years,
-    thresholds) may be repeated."""
+    """Numbers the conclusion states that the script did not print (numbers the goal itself states, years or
+    thresholds, may be repeated), and numbers it reads wrong (`claim_numbers.misreadings`)."""
     bad = unbacked_numbers(draft.conclusion, printed_numbers(stdout) + named_numbers(goal))
-    return [f"the conclusion states {', '.join(bad)}, which the script did not print; use the printed numbers"] if bad else []
+    return ([f"the conclusion states {', '.join(bad)}, which the script did not print; use the printed numbers"]
+            if bad else []) + misreadings(draft.conclusion, parse_results(stdout))
 
 
 class _Log:

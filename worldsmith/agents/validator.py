@@ -30,6 +30,7 @@ from worldsmith.agents.analyst import decide_unlooped, frame_columns_note, loop_
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.agents.executor import OBSERVATION_CHARS, named_files
 from worldsmith.core.claim_numbers import (
+    misreadings,
     parse_results,
     named_numbers,
     printed_numbers,
@@ -234,7 +235,8 @@ async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, work
             rerun = await sb.run(script, timeout=timeout_s)
             if issues := reproduction_issues(result, rerun):
                 return Outcome(Verdict(verdict="unsupported", issues=issues, reproduced=False))
-            if issues := unrecorded_issues(result) or grain_issues(result.conclusion, script):
+            if issues := (unrecorded_issues(result) or misreadings(result.conclusion, result.numbers)
+                          or grain_issues(result.conclusion, script)):
                 return Outcome(Verdict(verdict="unsupported", issues=issues, reproduced=True))
             if unread := await asyncio.to_thread(unread_columns, result.conclusion, script, inputs):
                 names = ", ".join(f"`{c}`" for c in unread)

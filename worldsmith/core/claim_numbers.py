@@ -75,3 +75,58 @@ def unbacked_numbers(claim: str, printed: Iterable[float]) -> list[str]:
 def parse_results(stdout: str) -> dict[str, float]:
     """The `RESULT name = value` lines of a script's output (the last one wins for a repeated name)."""
     return {m.group(1): float(m.group(2)) for m in _RESULT_RE.finditer(stdout)}
+
+
+_NUM = r"[+-]?\d[\d,]*(?:\.\d+)?%?"
+_UP = r"increas\w*|rose|rises?|risen|rising|grew|grows?|grown|growing|climb\w*|went up|gone up|goes up"
+_DOWN = r"decreas\w*|fell|falls?|fallen|falling|dropp?\w*|declin\w*|went down|gone down|goes down|dipped|shr[au]nk"
+_CHANGE = re.compile(rf"\b(?:(?P<up>{_UP})|(?P<down>{_DOWN}))\b[^.;]{{0,60}}?\bfrom\s+(?:about\s+|approximately\s+)?"
+                     rf"(?P<a>{_NUM})[^.;]{{0,60}}?\bto\s+(?:about\s+|approximately\s+)?(?P<b>{_NUM})", re.I)
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
+_MONTH_WORD = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+_IN_MONTH = re.compile(rf"(?P<n>{_NUM})\s+(?:\w+\s+)?(?:in|for|during|on)\s+(?P<m>{_MONTH_WORD})\b", re.I)
+_NAME_YM = re.compile(r"(?<!\d)(?:19|20)\d{2}[-_]?(0[1-9]|1[0-2])(?!\d)")
+
+
+def _month(word: str) -> int | None:
+    """1-12 for a month's name or its three-letter (or 'sept') abbreviation, else None."""
+    w = word.lower()
+    return next((i for i, name in enumerate(MONTHS, 1) if w in (name, name[:3]) or (i == 9 and w == "sept")), None)
+
+
+def _name_months(name: str) -> set[int]:
+    """The months a RESULT name carries: a year-month (`2023-07`, `2023_07`, `202307`) or a month's name as one
+    of its words (`mean_july`, `jul_web`)."""
+    months = {int(m) for m in _NAME_YM.findall(name)}
+    months |= {m for token in re.split(r"[_.\-\s]+", name) if (m := _month(token)) is not None}
+    return months
+
+
+def _value(shown: str) -> tuple[float, int]:
+    text = shown.rstrip("%").replace(",", "")
+    return float(text), len(text.split(".")[1]) if "." in text else 0
+
+
+def misreadings(claim: str, numbers: dict[str, float]) -> list[str]:
+    """Where a claim reads its own numbers wrong, in words: a change called an increase from a number to a smaller
+    one (or a decrease to a larger one), and a number put in a month the RESULT line that printed it names
+    otherwise. v14 verified "the monthly mean of `amount` increased from 58.74 in July to 55.78 in December", and
+    "… from 59.89 in July to 56.25 in December" where 59.89 and 56.25 were the January and February means."""
+    out: list[str] = []
+    for m in _CHANGE.finditer(claim):
+        (a, _), (b, _) = _value(m.group("a")), _value(m.group("b"))
+        if (m.group("up") and b < a) or (m.group("down") and b > a):
+            said, real = ("an increase", "a decrease") if m.group("up") else ("a decrease", "an increase")
+            out.append(f"the conclusion calls the change from {m.group('a')} to {m.group('b')} {said} "
+                       f"('{m.group(0)}'); from {m.group('a')} to {m.group('b')} is {real}")
+    for m in _IN_MONTH.finditer(claim):
+        month = _month(m.group("m"))
+        value, decimals = _value(m.group("n"))
+        if month is None or (decimals == 0 and abs(value) < 10):
+            continue
+        names = [n for n, x in numbers.items() if backs(x, m.group("n"), value, decimals)]
+        if names and all(_name_months(n) for n in names) and not any(month in _name_months(n) for n in names):
+            out.append(f"the conclusion puts {m.group('n')} in {MONTHS[month - 1].capitalize()}, but the script "
+                       f"printed it as RESULT {names[0]}")
+    return out

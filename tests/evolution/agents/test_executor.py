@@ -262,6 +262,23 @@ async def test_a_column_looked_up_in_one_table_that_the_join_holds_is_said_to_be
     assert out.value.status == "completed" and out.value.numbers["r"] == pytest.approx(r) and abs(r) > 0.05
 
 
+async def test_a_conclusion_that_misreads_the_printed_numbers_is_sent_back(scripted_llm, data: Path, tmp_path: Path,
+                                                                           sandbox_config) -> None:
+    script, llm = scripted_llm
+    code = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+            "print(f\"RESULT south_total = {df[df.region == 'south'].amount.sum()}\")\n"
+            "print(f\"RESULT north_total = {df[df.region == 'north'].amount.sum()}\")")
+    df = pd.read_csv(data / "sales.csv")
+    south, north = df[df.region == "south"].amount.sum(), df[df.region == "north"].amount.sum()
+    script.queue(f"<think>x</think><code>{code}</code>",
+                 {**REPORT, "conclusion": f"Totals increased from {south:g} in the south to {north:g} in the north."},
+                 {**REPORT, "conclusion": f"Totals fell from {south:g} in the south to {north:g} in the north."})
+    out = await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert north < south and f"calls the change from {south:g} to {north:g} an increase" in script.requests[2].last_user
+    assert out.value.status == "completed" and out.value.conclusion.startswith("Totals fell")
+
+
 async def test_a_failed_script_gets_the_analysts_notes_on_the_data(scripted_llm, tmp_path: Path,
                                                                    sandbox_config) -> None:
     """v14's node 6 merged the orders on `customer_id`, which only the crm table has, three times with the orders'

@@ -451,3 +451,21 @@ async def test_numbers_the_conclusion_states_must_be_recorded_result_lines(scrip
                          sandbox=sandbox_config)
     assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
     assert "which no RESULT line records" in out.value.issues[0]
+
+
+async def test_a_claim_that_misreads_its_own_numbers_is_unsupported_without_asking(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    """v14 verified "the monthly mean of `amount` increased from 58.74 in July to 55.78 in December"."""
+    df = pd.read_csv(data / "sales.csv")
+    north, south = float(df[df.region == "north"].amount.sum()), float(df[df.region == "south"].amount.sum())
+    script = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+              "print(f\"RESULT north_total = {df[df.region == 'north'].amount.sum()}\")\n"
+              "print(f\"RESULT south_total = {df[df.region == 'south'].amount.sum()}\")")
+    result = node(tmp_path / "n1", f"The total rose from {south:g} in the south to {north:g} in the north.",
+                  {"north_total": north, "south_total": south}, script=script)
+    assert north < south  # by hand: 40 against 70
+    _, llm = scripted_llm  # nothing queued: decided without the model
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
+    assert f"calls the change from {south:g} to {north:g} an increase" in out.value.issues[0]
