@@ -176,6 +176,28 @@ def scope_clause(conclusion: str, script: str) -> str:
     return "over the rows dated " + " ".join(f"{_BOUND_WORDS[op]} {d}" for op, d in bounds) + on + " only"
 
 
+_ZSCORE = re.compile(r"zscore|z_score|\bz\s*=|-\s*[\w\[\]'\".]+\.mean\(\)\s*\)?\s*/\s*[\w\[\]'\".]+\.std\(\)", re.I)
+_IQR = re.compile(r"quantile\(\s*0?\.75\s*\)|percentile\([^)]*75\s*\)|\biqr\b", re.I)
+#: a row filter on a cut: `df[z < 3]`, `.loc[abs(z) <= 3]`, `.query("z < 3")`, `(x >= q1 - 1.5 * iqr)`
+_CUT = re.compile(r"(?:\[|query\(|&|\|)[^\n]*?[<>]=?\s*(?:-?\s*)?(\d+(?:\.\d+)?)\b")
+_SAID = re.compile(r"outlier|z[- ]?score|\biqr\b|interquartile|standard deviations", re.I)
+
+
+def outlier_clause(conclusion: str, script: str) -> str:
+    """The clause a conclusion lacks when its script drops outliers (rows past a z-score or an IQR fence) and the
+    conclusion does not say so ('' otherwise). v14 verified "the correlation between `discount_pct` and `amount` is
+    -0.2592" from the rows whose amount lies within 3 standard deviations (-0.2546 over every row)."""
+    code = without_comments(script)
+    if _SAID.search(conclusion):
+        return ""
+    cuts = [float(m.group(1)) for line in code.splitlines() for m in _CUT.finditer(line)]
+    if _ZSCORE.search(code) and (z := [c for c in cuts if 1 <= c <= 5]):
+        return f"after dropping the rows {z[0]:g} or more standard deviations from the mean as outliers"
+    if _IQR.search(code) and (1.5 in cuts or re.search(r"1\.5\s*\*", code)):
+        return "after dropping the rows beyond 1.5 interquartile ranges from the quartiles as outliers"
+    return ""
+
+
 def with_scope(statement: str, clause: str) -> str:
     """The statement with its script's date window stated (before its final full stop)."""
     body = statement.strip()
@@ -246,10 +268,14 @@ async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, work
     v = out.value
     if v is not None and v.verdict != "unsupported" and (clause := scope_clause(v.ground_truth, script)):
         # the numbers hold for the rows the script kept; the statement must say which rows those are
-        out.value = v.model_copy(update={
+        v = out.value = v.model_copy(update={
             "verdict": "revised", "ground_truth": with_scope(v.ground_truth, clause),
             "issues": [f"the script keeps only the rows dated by its filter, which the statement did not say "
                        f"({clause})", *v.issues][:3]})
+    if v is not None and v.verdict != "unsupported" and (clause := outlier_clause(v.ground_truth, script)):
+        out.value = v.model_copy(update={
+            "verdict": "revised", "ground_truth": with_scope(v.ground_truth, clause),
+            "issues": [f"the script drops outliers, which the statement did not say ({clause})", *v.issues][:3]})
     return out
 
 

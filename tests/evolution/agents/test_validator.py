@@ -469,3 +469,42 @@ async def test_a_claim_that_misreads_its_own_numbers_is_unsupported_without_aski
                          sandbox=sandbox_config)
     assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
     assert f"calls the change from {south:g} to {north:g} an increase" in out.value.issues[0]
+
+
+async def test_a_claim_from_rows_left_after_dropping_outliers_is_revised_to_say_so(scripted_llm, tmp_path: Path,
+                                                                                   sandbox_config) -> None:
+    # v14 verified "the correlation between `discount_pct` and `amount` is -0.2592" from the rows within 3 standard
+    # deviations of the mean amount (-0.2546 over every row)
+    data = tmp_path / "data"
+    data.mkdir()
+    amounts = [float(10 + i % 7) for i in range(40)] + [400.0]
+    orders = pd.DataFrame({"amount": amounts})
+    orders.to_csv(data / "orders.csv", index=False)
+    kept = orders[(orders.amount - orders.amount.mean()).abs() / orders.amount.std() < 3]  # by plain pandas
+    assert len(kept) == 40 and abs(kept.amount.mean() - orders.amount.mean()) > 1
+    goal = GoalPackage(goal="Using orders.csv, compute the mean amount.")
+    script = ("import numpy as np\nimport pandas as pd\ndf = pd.read_csv('orders.csv')\n"
+              "z = np.abs((df['amount'] - df['amount'].mean()) / df['amount'].std())\ndf = df[z < 3]\n"
+              "print(f\"RESULT mean_amount = {df.amount.mean()}\")")
+    work = tmp_path / "n1"
+    work.mkdir()
+    (work / "analyze_node1.py").write_text(script)
+    mean = float(kept.amount.mean())
+    result = ExecutionResult(node="1", status="completed", goal=goal.goal, numbers={"mean_amount": mean},
+                             conclusion=f"The mean amount is {mean}.", script="analyze_node1.py",
+                             log="analysis_log.md", inputs=["orders.csv"])
+    scripted, llm = scripted_llm
+    scripted.queue(plan("the mean of the same rows again", script))  # lands on the claim's number: no judgement
+    out = await validate(llm, result, goal, workdir=work, inputs=[data / "orders.csv"], sandbox=sandbox_config)
+    v = out.value
+    assert v.verdict == "revised" and v.ground_truth == (
+        f"The mean amount is {mean} (after dropping the rows 3 or more standard deviations from the mean as outliers).")
+    assert "the script drops outliers" in v.issues[0]
+    # a statement that says so is left as it is; a filter that is no outlier cut adds nothing
+    from worldsmith.agents.validator import outlier_clause
+
+    assert outlier_clause("Without outliers, the mean amount is 13.", script) == ""
+    assert outlier_clause("The mean amount is 13.", "df = pd.read_csv('orders.csv')\ndf = df[df.amount > 3]") == ""
+    iqr = ("q1, q3 = df.amount.quantile(0.25), df.amount.quantile(0.75)\niqr = q3 - q1\n"
+           "df = df[(df.amount >= q1 - 1.5 * iqr) & (df.amount <= q3 + 1.5 * iqr)]")
+    assert "1.5 interquartile ranges" in outlier_clause("The mean amount is 13.", iqr)
