@@ -24,7 +24,7 @@ MEMO = "# Q3 memo\n\nThe south region ran a promotion in September; expect its a
 TOTAL, MEAN = 150.0, 30.0
 
 SCRIPT = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
-          "df.groupby('region').amount.sum().to_csv('by_region_{tag}.csv')\n"
+          "df.groupby('region')[['amount', 'units']].sum().to_csv('by_region_{tag}.csv')\n"
           "print(f'RESULT mean = {{df.amount.mean()}}')\nprint(f'RESULT total = {{df.amount.sum()}}')\n"
           "print('RESULT variant = {k}000')\n")  # each node's own number (far from any count a check prints):
 # findings that restate others' numbers make no task

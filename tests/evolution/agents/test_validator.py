@@ -508,3 +508,24 @@ async def test_a_claim_from_rows_left_after_dropping_outliers_is_revised_to_say_
     iqr = ("q1, q3 = df.amount.quantile(0.25), df.amount.quantile(0.75)\niqr = q3 - q1\n"
            "df = df[(df.amount >= q1 - 1.5 * iqr) & (df.amount <= q3 + 1.5 * iqr)]")
     assert "1.5 interquartile ranges" in outlier_clause("The mean amount is 13.", iqr)
+
+
+async def test_a_script_that_never_reads_the_column_its_goal_asks_about_is_unsupported_without_asking(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    # v14's nodes 8 and 9: asked the monthly mean of basket_size, the script averaged amount, and the conclusion
+    # spoke of amount only
+    data = tmp_path / "data"
+    data.mkdir()
+    pd.DataFrame({"basket_size": [1, 2, 3, 4], "amount": [10.0, 20, 30, 40]}).to_csv(data / "orders.csv", index=False)
+    goal = GoalPackage(goal="In orders.csv, what is the mean basket_size?")
+    script = "import pandas as pd\ndf = pd.read_csv('orders.csv')\nprint(f\"RESULT mean = {df['amount'].mean()}\")"
+    work = tmp_path / "n1"
+    work.mkdir()
+    (work / "analyze_node1.py").write_text(script)
+    result = ExecutionResult(node="1", status="completed", goal=goal.goal, numbers={"mean": 25.0},
+                             conclusion="The mean amount is 25.0.", script="analyze_node1.py", log="analysis_log.md",
+                             inputs=["orders.csv"])
+    _, llm = scripted_llm  # nothing queued: the model is not asked
+    out = await validate(llm, result, goal, workdir=work, inputs=[data / "orders.csv"], sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
+    assert "the goal asks about `basket_size`, a column of the data the script never reads" in out.value.issues[0]
