@@ -505,18 +505,28 @@ def unheld_values(code: str, values: Mapping[str, Sequence[str]]) -> list[str]:
 _READ_CALL = re.compile(r"\b(?:pd|pandas)\.(read_\w+)\(\s*[rf]?(['\"])(.+?)\2")
 
 
-def wrong_readers(code: str, loads: dict[str, str]) -> list[str]:
+def wrong_readers(code: str, loads: dict[str, str], missing: str | None = None) -> list[str]:
     """The exact load call of every input file `code` reads with another pandas reader than its own (a workbook
-    through read_csv, say): 'path → load call'. Files the profile does not know are left alone."""
+    through read_csv, say), and of the file a FileNotFoundError could not find (`missing`) when an input by that
+    name is mounted elsewhere (`orders.csv` for `data/orders.csv`: v14's dual-evidence solver read the task's files
+    without their folder, three attempts): 'path → load call'. Files the profile does not know are left alone."""
     by_name = {PurePosixPath(k).name: v for k, v in loads.items()}
     out = []
     for m in _READ_CALL.finditer(code):
         func, path = m.group(1), m.group(3)
         want = loads.get(path) or loads.get(path.removeprefix("./")) or by_name.get(PurePosixPath(path).name)
         right = re.search(r"\bpd\.(read_\w+)\(", want or "")
-        if right is not None and right.group(1) != func and want not in out:
+        if right is not None and (right.group(1) != func or path == missing) and f"{path} → {want}" not in out:
             out.append(f"{path} → {want}")
     return out
+
+
+def missing_file(error: Any) -> str | None:
+    """The path a FileNotFoundError names ("[Errno 2] No such file or directory: 'orders.csv'"), else None."""
+    if error is None or error.type != "FileNotFoundError":
+        return None
+    m = re.search(r"""No such file or directory: (['"])(.+?)\1""", error.message)
+    return m.group(2) if m else None
 
 
 def frame_columns_note(result: Any) -> str:
@@ -570,7 +580,7 @@ def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
                                 spellings="; ".join(facts.respelled[c] for c in merged))
     if unheld := unheld_values(code, facts.values):
         text += "\n" + feedback("value not held", values="; ".join(unheld))
-    if error and (wrong := wrong_readers(code, facts.loads)):
+    if error and (wrong := wrong_readers(code, facts.loads, missing_file(error))):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
     return text + pandas_notes(code, error)
 

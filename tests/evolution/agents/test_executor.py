@@ -299,6 +299,20 @@ async def test_a_failed_script_gets_the_analysts_notes_on_the_data(scripted_llm,
     assert out.value.status == "completed"
 
 
+async def test_a_file_read_without_its_folder_gets_its_mounted_load_call(scripted_llm, data: Path, tmp_path: Path,
+                                                                          sandbox_config) -> None:
+    """v14's dual-evidence solver read `orders_2023.csv` for the task's `data/orders_2023.csv`, three attempts."""
+    script, llm = scripted_llm
+    script.queue("<think>x</think><code>import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                 "print(f'RESULT total = {df.amount.sum()}')</code>",
+                 TURN.replace("'sales.csv'", "'data/sales.csv'"), REPORT)
+    out = await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=[data], sandbox=sandbox_config)
+    told = script.requests[1].last_user
+    assert "FileNotFoundError" in told
+    assert 'Load each file exactly as the file list shows: sales.csv → pd.read_csv("data/sales.csv")' in told
+    assert out.value.status == "completed"
+
+
 async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_that_file_joined(
         scripted_llm, tmp_path: Path, sandbox_config) -> None:
     """v10: "the average income by region in the 2023 orders using the `orders_2023.csv` file" — income and region
