@@ -132,6 +132,11 @@ class Joined(BaseModel):
 _JOIN_PROBE = '\nprint("__JOINED__", json.dumps([str(c) for c in df.columns]))'
 
 
+#: a finding states a few numbers: a script printing more RESULT lines than this (v14's dual-evidence solver printed
+#: 330 daily means for a monthly question, and its draft of the result ran past max_tokens) is sent back
+MAX_RESULTS = 40
+
+
 def script_notes(run: ExecResult, inputs: list[Path], script: str) -> str:
     """The analyst's notes on a failed cell, for a failed script (`analyst.observation_notes`, from the inputs'
     profile): a KeyError's near-miss spelling, the tables that hold a column, the column a document names for it,
@@ -317,7 +322,8 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
         script = written
         with tempfile.TemporaryDirectory(prefix="executor-") as tmp:
             run = await run_script(script, inputs, sandbox, Path(tmp), timeout_s)
-            failed = not (run.ok and parse_results(run.stdout))
+            results = parse_results(run.stdout) if run.ok else {}
+            failed = not results or len(results) > MAX_RESULTS
             observation = (run.to_observation(OBSERVATION_CHARS)
                            + (await asyncio.to_thread(script_notes, run, inputs, script) if failed else "")
                            + joined_note(joined, run)
@@ -325,7 +331,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                            + ("\n" + t.section("partly ran") if partly_ran(run, joined is not None) else ""))
             log.add(f"Attempt {attempt}: script", script, "python")
             log.add(f"Attempt {attempt}: output", observation)
-            if run.ok and parse_results(run.stdout):
+            if not failed:
                 generated = _keep_generated(Path(tmp), run.files_changed, workdir, node)
                 break
         if run.ok and not parse_results(run.stdout):
@@ -341,11 +347,14 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                         script, run = relabelled, again
                         generated = _keep_generated(Path(tmp), run.files_changed, workdir, node)
                         break
-        section = "script failed" if not run.ok else "no results"
+        section = "script failed" if not run.ok else "too many results" if results else "no results"
         why = f": {run.error.type}: {run.error.message[:200]}" if run.error is not None else ""
-        error = f"attempt {attempt}: " + (f"the script failed{why}" if not run.ok else "no RESULT lines printed")
+        error = f"attempt {attempt}: " + (f"the script failed{why}" if not run.ok else
+                                          f"{len(results)} RESULT lines printed (at most {MAX_RESULTS})" if results
+                                          else "no RESULT lines printed")
         out.errors.append(error)
-        messages.append({"role": "user", "content": t.section(section, observation=observation)})
+        messages.append({"role": "user", "content": t.section(section, observation=observation, n=str(len(results)),
+                                                              most=str(MAX_RESULTS))})
         run = None
     base: dict[str, Any] = {"node": str(node), "goal": goal.goal, "script": script_name(node), "log": LOG_FILE,
                             "inputs": names, "attempts": attempt}

@@ -313,6 +313,22 @@ async def test_a_file_read_without_its_folder_gets_its_mounted_load_call(scripte
     assert out.value.status == "completed"
 
 
+async def test_a_script_printing_a_result_line_per_row_is_sent_back(scripted_llm, data: Path, tmp_path: Path,
+                                                                    sandbox_config) -> None:
+    """v14's solver printed 330 daily means for a monthly question; its draft ran past max_tokens."""
+    from worldsmith.agents.executor import MAX_RESULTS
+
+    script, llm = scripted_llm
+    flood = f"<think>x</think><code>for i in range({MAX_RESULTS + 1}):\n    print(f'RESULT v{{i}} = {{i}}')</code>"
+    script.queue(flood, TURN, REPORT)
+    out = await execute(llm, GOAL, node=1, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    told = script.requests[1].last_user
+    assert f"The script printed {MAX_RESULTS + 1} RESULT lines" in told and f"(at most {MAX_RESULTS})" in told
+    assert out.value.status == "completed" and out.value.attempts == 2
+    assert out.errors[0] == f"attempt 1: {MAX_RESULTS + 1} RESULT lines printed (at most {MAX_RESULTS})"
+
+
 async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_that_file_joined(
         scripted_llm, tmp_path: Path, sandbox_config) -> None:
     """v10: "the average income by region in the 2023 orders using the `orders_2023.csv` file" — income and region
