@@ -339,7 +339,10 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
             if n:  # it printed its numbers its own way: the same script with RESULT prints, run afresh
                 with tempfile.TemporaryDirectory(prefix="executor-") as tmp:
                     again = await run_script(relabelled, inputs, sandbox, Path(tmp), timeout_s)
-                    if again.ok and parse_results(again.stdout):
+                    rewritten = parse_results(again.stdout) if again.ok else {}
+                    if len(rewritten) > MAX_RESULTS:  # v14: 330 labelled daily means became 330 RESULT lines
+                        results = rewritten
+                    elif rewritten:
                         log.add(f"Attempt {attempt}: its {n} labelled print(s) rewritten as RESULT lines",
                                 relabelled, "python")
                         log.add(f"Attempt {attempt}: output of the rewritten script",

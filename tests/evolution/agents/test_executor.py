@@ -327,6 +327,13 @@ async def test_a_script_printing_a_result_line_per_row_is_sent_back(scripted_llm
     assert f"The script printed {MAX_RESULTS + 1} RESULT lines" in told and f"(at most {MAX_RESULTS})" in told
     assert out.value.status == "completed" and out.value.attempts == 2
     assert out.errors[0] == f"attempt 1: {MAX_RESULTS + 1} RESULT lines printed (at most {MAX_RESULTS})"
+    # the same flood printed as labelled values: rewritten as RESULT lines, it is sent back all the same
+    labelled = f"<think>x</think><code>for i in range({MAX_RESULTS + 5}):\n    print(f'mean_{{i}}: {{i * 1.5}}')</code>"
+    script.queue(labelled, TURN, REPORT)
+    out = await execute(llm, GOAL, node=2, workdir=tmp_path / "n2", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert f"The script printed {MAX_RESULTS + 5} RESULT lines" in script.requests[-2].last_user
+    assert out.value.status == "completed" and out.value.attempts == 2
 
 
 async def test_a_goal_whose_columns_are_in_a_linked_file_it_does_not_name_gets_that_file_joined(
