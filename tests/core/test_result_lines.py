@@ -53,3 +53,19 @@ def test_scripts_without_labelled_values_or_that_do_not_parse_are_left_alone() -
     # already a RESULT line: no label separator before the value, so untouched
     done = "r = 1\nprint(f'RESULT r = {r}')\n"
     assert as_result_lines(done) == (done, 0)
+
+
+def test_a_label_printed_alone_then_its_value_on_the_next_line_become_one_result_line() -> None:
+    # v14's teacher printed the right r three times this way, and was lost for printing no RESULT line
+    script = ('import statistics\nr = 0.3720349515530092\ntable = {"a": 1}\n'
+              'print("RESULT Correlation between Amount and Income:")\nprint(r)\n'
+              'print("Means by month:")\nprint(table)\n'
+              'if r > 0:\n    print("mean of three:")\n    print(statistics.mean([1, 2, 4]))\n'
+              'print("Header:")\n\nprint(r)\n'  # a blank line between: not a pair
+              'print("just a heading:")\nprint("a text")\n')
+    new, n = as_result_lines(script)
+    assert n == 3
+    out = _run(new)
+    assert parse_results(out) == {"Correlation_between_Amount_and_Income": 0.3720349515530092, "mean_of_three": 7 / 3}
+    assert "RESULT Means_by_month = {'a': 1}" in out.splitlines()  # not a number: no RESULT value parsed from it
+    assert "Header:" in out.splitlines() and "just a heading:" in out.splitlines() and "a text" in out.splitlines()

@@ -4,8 +4,8 @@ The executor's contract is that a script prints each key result as `RESULT <name
 often computes the right numbers and prints them its own way — `print("basket_size_amount_corr:", r)`,
 `print(f"segment {segment} = {mean:.2f}")` — then, told to use RESULT lines, rewrites the same script or
 answers in prose (v13: two of the dual-evidence solvers that failed had printed the right numbers). The prints
-of a label and one value are rewritten here, by syntax, into RESULT prints of the same expression at full
-precision; the caller re-runs the script and keeps the rewrite only when it printed RESULT lines. Nothing is
+of a label and one value (or of a label alone and, on the next line, one value) are rewritten here, by syntax,
+into RESULT prints of the same expression at full precision; the caller re-runs the script and keeps the rewrite only when it printed RESULT lines. Nothing is
 guessed from the output: a rewritten line prints whatever the model's expression computes.
 """
 
@@ -77,6 +77,28 @@ def _rewritten(call: ast.Call) -> ast.Call | None:
     return _result_print(parts, values[-1].value)
 
 
+def _print_args(stmt: ast.stmt) -> list[ast.expr] | None:
+    """The arguments of a statement that is a bare `print(...)` call without keywords, else None."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) \
+            and stmt.value.func.id == "print" and not stmt.value.keywords:
+        return stmt.value.args
+    return None
+
+
+def _label_then_value(a: ast.stmt, b: ast.stmt) -> ast.Call | None:
+    """The RESULT print for `print("RESULT r between x and y:")` followed, on the next line, by `print(r)` (v14's
+    teacher printed the right r that way three times), or None."""
+    first, second = _print_args(a), _print_args(b)
+    if first is None or second is None or len(first) != 1 or len(second) != 1 or b.lineno != (a.end_lineno or 0) + 1:
+        return None
+    label, value = first[0], second[0]
+    if not (isinstance(label, ast.Constant) and isinstance(label.value, str) and _SEP.search(label.value)) \
+            or isinstance(value, (ast.Constant, ast.JoinedStr)):
+        return None
+    text = re.sub(r"^\s*RESULT\b", "", _SEP.sub("", label.value))
+    return _result_print([ast.Constant(text)], value)
+
+
 def as_result_lines(script: str) -> tuple[str, int]:
     """(the script with each print of a label and one value as a RESULT print, how many were rewritten). Only
     those calls change; every other character (comments included) stays as written. A script that does not parse,
@@ -95,6 +117,16 @@ def as_result_lines(script: str) -> tuple[str, int]:
                 and (new := _rewritten(node)) is not None:
             edits.append((starts[node.lineno - 1] + node.col_offset, starts[node.end_lineno - 1] + node.end_col_offset,
                           ast.unparse(ast.fix_missing_locations(new)).encode("utf-8")))
-    for begin, end, text in sorted(edits, reverse=True):  # prints never nest in prints: the spans are disjoint
+        for field in ("body", "orelse", "finalbody"):  # a label printed, then its value on the next line
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for a, b in zip(block, block[1:]):
+                if b.end_lineno is not None and b.end_col_offset is not None \
+                        and (new := _label_then_value(a, b)) is not None:
+                    edits.append((starts[a.lineno - 1] + a.col_offset,
+                                  starts[b.end_lineno - 1] + b.end_col_offset,
+                                  ast.unparse(ast.fix_missing_locations(new)).encode("utf-8")))
+    for begin, end, text in sorted(edits, reverse=True):  # the spans are disjoint: a pair's prints are no single one
         source = source[:begin] + text + source[end:]
     return source.decode("utf-8"), len(edits)
