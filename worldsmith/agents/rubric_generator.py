@@ -162,6 +162,10 @@ def _schema_text() -> str:
     return " ".join(f.description or "" for f in RubricCriterion.model_fields.values())
 
 
+#: a call written as code in backticks: `df.groupby("x")`, `pd.merge(`
+_CODE_CALL = re.compile(r"`[^`]*\w\([^`]*`")
+
+
 def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str) -> str | None:
     """Why criterion `c` asks nothing of a deliverable, or None. `instructions` is the prompt's own text (system
     and template, the schema's descriptions), `copied_from` the task."""
@@ -175,6 +179,12 @@ def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str
         return "a question, not a requirement a deliverable meets"
     if m := _APPARATUS.search(c.text):
         return f"it speaks of {m.group(0)!r}, part of how the rubric is made, which no deliverable shows"
+    # v14's report rubric kept four preferences like "must calculate the correlation … using `df.groupby(": the
+    # solver's code, cut off mid-call, which a report need not show and a grader cannot check
+    if c.text.count("`") % 2:
+        return "it is cut off (a backtick is never closed)"
+    if m := _CODE_CALL.search(c.text):
+        return f"it asks for a piece of the solver's code ({m.group(0)}), which a deliverable need not show"
     if text in _norm(instructions):
         return "it copies the instructions given to you"
     if _words(text) >= COPIED_WORDS and text in _norm(copied_from):

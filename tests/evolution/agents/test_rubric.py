@@ -133,6 +133,24 @@ def test_criteria_about_how_the_rubric_is_made_are_dropped() -> None:
     assert "'evidence cards'" in notes[0] and "'rubric'" in notes[1] and "'ground truth'" in notes[2]
 
 
+def test_criteria_on_the_solvers_code_or_cut_off_mid_code_are_dropped() -> None:
+    """v14's report rubric: four preferences on `df.groupby(`, which a JSON report need not show."""
+    p = RubricProposal.model_validate({"dimensions": DIMS, "criteria": [
+        crit("1", "Computes the Pearson correlation of `amount` and `income` in the joined dataframe `df`: "
+                  "-0.195", "gt", -0.1950231515318033),
+        crit("4", "The deliverable must calculate the monthly mean of the `amount` column using `df.groupby(",
+             dim="method", type="preference"),
+        crit("5", "Calculates the correlation with `df['amount'].corr(df['income'])`", dim="method"),
+        crit("6", "Prints the result of the correlation between the `amount` and `df.gr", dim="presentation"),
+        crit("c", "Says that larger discounts go with slightly smaller order amounts", dim="insight"),
+        crit("m", "Computes the correlation over every 2023 order as recorded", dim="method")]})
+    draft, problems, notes = screened(p, instructions="", task=RETURNS_TASK, ground_truth=RETURNS_TRUTH,
+                                      cards=RETURNS_CARDS)
+    assert problems == [] and [c.id for c in draft.criteria] == ["1", "c", "m"]
+    assert [n.split(":")[0] for n in notes] == ["dropped 4", "dropped 5", "dropped 6"]
+    assert "a backtick is never closed" in notes[0] and "(`df['amount'].corr(df['income'])`)" in notes[1]
+
+
 def test_a_criterion_restating_a_solvers_conclusion_is_evidence_not_a_copy() -> None:
     conclusion = "Discounts on the returned orders run higher than on the orders that were kept"
     cards = [RETURNS_CARDS[0].model_copy(update={"conclusions": [conclusion]}), RETURNS_CARDS[1]]
