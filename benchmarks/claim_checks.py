@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from worldsmith.agents.validator import outlier_clause, unread_columns, unrecorded_issues  # noqa: E402
-from worldsmith.app.evolve_tasks import _result, open_store, read_node_run  # noqa: E402
+from worldsmith.app.evolve_tasks import open_store, read_node_run, read_result  # noqa: E402
 from worldsmith.core.claim_numbers import misreadings  # noqa: E402
 from worldsmith.core.workspace_types import script_name  # noqa: E402
 
@@ -35,7 +35,7 @@ def main() -> int:
             return 2
         store, inputs = open_store(run), sorted(data.iterdir())
         for node in store.graph.nodes():
-            if node.mode == "root" or not node.verified or (result := _result(store, node.id)) is None:
+            if node.mode == "root" or not node.verified or (result := read_result(store, node.id)) is None:
                 continue
             script = store.read_bytes(node.id, script_name(node.id)).decode("utf-8")
             nr = read_node_run(run, node.id)

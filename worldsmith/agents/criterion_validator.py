@@ -30,7 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import frame_columns_note, pandas_notes
+from worldsmith.agents.analyst import observation_notes
+from worldsmith.agents.answer_guards import DataFacts
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.agents.rubric_generator import check_cards, evidence_criteria, render_cards
 from worldsmith.core.claim_numbers import parse_results
@@ -188,7 +189,7 @@ async def _check_one(llm: Any, c: RubricCriterion, sb: Sandbox, context: dict[st
         recomputed = recomputed_value(run.stdout) if run.ok else None
         if recomputed is not None:
             break
-        observation = run.to_observation(400) + frame_columns_note(run) + pandas_notes(code, run.error)
+        observation = run.to_observation(400) + observation_notes(run, DataFacts(), code)  # the analyst's notes
         failure = f"the recomputation printed no RESULT value: {observation}"
         if repair == RECOMPUTE_REPAIRS:
             break

@@ -257,16 +257,16 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
     # a finding that stands on its reproduction alone never becomes a task, nor training data
     unchecked = [x.id for x in nodes
                  if x.verified and (r := read_node_run(run_dir, x.id)) is not None and r.unchecked]
-    numbers = {x.id: r.numbers for x in nodes if x.mode != "root" and x.verified
-               and (r := _result(store, x.id)) is not None}
+    results = {x.id: r for x in nodes if x.mode != "root" and x.verified
+               and (r := read_result(store, x.id)) is not None}
     # a finding that only restates numbers of earlier ones would be a second task asking the same thing
-    repeats = syn.restated(nodes, numbers)
-    for i, node in enumerate(syn.pick_targets([x for x in nodes if x.id not in unchecked and x.id not in repeats],
-                                              n)):
+    repeats = syn.restated(nodes, {i: r.numbers for i, r in results.items()})
+    for i, node in enumerate(syn.pick_targets([x for x in nodes if x.id in results and x.id not in unchecked
+                                               and x.id not in repeats], n)):
         path = await asyncio.to_thread(store.graph.path_to_root, node.id)
         runs = {p.id: r for p in path if (r := read_node_run(run_dir, p.id)) is not None}
         reqs = syn.requirements(path, runs)
-        result = ExecutionResult.model_validate_json(store.read_bytes(node.id, "execution_result.json"))
+        result = results[node.id]
         goal = runs[node.id].goal.goal if node.id in runs else node.goal
         scripts = [(script_name(p.id), store.read_bytes(p.id, script_name(p.id)).decode("utf-8"))
                    for p in path if p.mode != "root"]
@@ -354,7 +354,8 @@ def synthesis_report(s: SynthesisSummary) -> str:
     return "\n".join(lines)
 
 
-def _result(store: WorkspaceStore, node: int) -> ExecutionResult | None:
+def read_result(store: WorkspaceStore, node: int) -> ExecutionResult | None:
+    """A node's committed `execution_result.json`, or None when it has none the schema reads."""
     try:
         return ExecutionResult.model_validate_json(store.read_bytes(node, "execution_result.json"))
     except (ArtifactError, ValueError):  # no result committed, or not one the schema reads
