@@ -292,6 +292,25 @@ def test_pandas_date_slips_get_their_notes() -> None:
     assert pandas_notes("s.loc[5]", other) == ""
 
 
+def test_a_date_method_on_text_names_both_causes() -> None:
+    """v14's dual-evidence solver looped over `frame.items()` of a one-column DataFrame of monthly means and called
+    `.strftime` on what it got (the column's name) until its attempts ran out. Errors raised by Python and pandas."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import pandas_notes
+
+    def loop() -> None:
+        frame = pd.DataFrame({"amt": [1.0, 2.0]}, index=pd.to_datetime(["2024-01-01", "2024-02-01"]))
+        for date, _ in frame.items():
+            date.strftime("%Y-%m")
+
+    note = pandas_notes("for date, mean in monthly.items(): date.strftime('%Y-%m')", _pandas_error(loop))
+    assert 'frame["col"].items()' in note and 'pd.to_datetime(df["col"]' in note
+    year = _pandas_error(lambda: pd.Series(["2024-01-01"]).map(lambda d: d.year))
+    assert "That value is text, not a date" in pandas_notes("df['d'].map(lambda d: d.year)", year)
+    assert "not a date" not in pandas_notes("x.upper_case()", _pandas_error(lambda: "a".upper_case()))
+
+
 def test_a_text_column_in_a_numeric_operation_gets_the_numeric_forms() -> None:
     """generated-v1: `df.corr()` over a joined frame with its id columns raised "could not convert string to float:
     'S-00001'", and the 1.5B model ran the same cell four times. Errors raised by pandas itself."""

@@ -438,6 +438,10 @@ def bool_combine_error(code: str, error: Any) -> bool:
 
 #: what pandas raises for `.dt` on a column of text (dates read from CSV/JSON are strings until parsed)
 _TEXT_DATES = re.compile(r"Can only use \.dt accessor with datetimelike values")
+#: a date method called on text: a column of dates never parsed, or a loop over a DataFrame's `.items()`, which
+#: walks its column names (v14's solver looped over a one-column frame of monthly means and called `.strftime`)
+_TEXT_NOT_DATE = re.compile(r"'str' object has no attribute '(?:strftime|year|month|day|to_period|date|weekday|"
+                            r"quarter|isoformat)'")
 #: what pd.to_datetime raises when a format= does not fit every value (files that write dates in other ways)
 _DATE_FORMAT = re.compile(r"time data .{0,80}? (?:doesn't|does not) match format|unconverted data remains")
 #: what pandas raises when a text column reaches a numeric operation (`df.corr()` over a frame with an id column,
@@ -452,7 +456,7 @@ _UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword 
 def pandas_notes(code: str, error: Any) -> str:
     """Notes for pandas slips a small model repeats as written, however often the error comes back: conditions
     combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, a `format=` that does
-    not fit every date (tables that write dates differently), a text column in a numeric operation (the 1.5B
+    not fit every date (tables that write dates differently), a date method called on text, a text column in a numeric operation (the 1.5B
     model ran `df.corr()` over a joined frame with its id columns four times), and an argument a call does not
     take. '' otherwise."""
     text = ""
@@ -465,6 +469,8 @@ def pandas_notes(code: str, error: Any) -> str:
         text += "\n" + feedback("text dates")
     if _DATE_FORMAT.search(raised):
         text += "\n" + feedback("date formats")
+    if _TEXT_NOT_DATE.search(raised):
+        text += "\n" + feedback("text not a date")
     if _TEXT_IN_NUMBERS.search(raised):
         text += "\n" + feedback("text in numbers")
     if m := _UNKNOWN_ARGUMENT.search(raised):

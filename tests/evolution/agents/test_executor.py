@@ -327,6 +327,15 @@ async def test_a_script_printing_a_result_line_per_row_is_sent_back(scripted_llm
     assert f"The script printed {MAX_RESULTS + 1} RESULT lines" in told and f"(at most {MAX_RESULTS})" in told
     assert out.value.status == "completed" and out.value.attempts == 2
     assert out.errors[0] == f"attempt 1: {MAX_RESULTS + 1} RESULT lines printed (at most {MAX_RESULTS})"
+    # the month grouping it is shown runs as written over text dates, and gives the months' means (by hand below)
+    import re
+
+    import pandas as pd
+
+    call = re.search(r"`(df\.groupby\(pd\.to_datetime.+?)`", told.replace("\n", " ")).group(1)
+    df = pd.DataFrame({"date": ["2024-01-03", "2024-01-20", "2024/02/01", "2024-02-28"], "col": [1.0, 3.0, 10.0, 20.0]})
+    months = eval(call, {"pd": pd, "df": df})  # noqa: S307 - the prompt's own example, over a frame made here
+    assert {str(k): v for k, v in months.items()} == {"2024-01": 2.0, "2024-02": 15.0}
     # the same flood printed as labelled values: rewritten as RESULT lines, it is sent back all the same
     labelled = f"<think>x</think><code>for i in range({MAX_RESULTS + 5}):\n    print(f'mean_{{i}}: {{i * 1.5}}')</code>"
     script.queue(labelled, TURN, REPORT)
