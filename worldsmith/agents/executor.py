@@ -229,6 +229,24 @@ def report_problems(draft: ResultDraft, stdout: str, goal: str = "") -> list[str
             if bad else []) + misreadings(draft.conclusion, parse_results(stdout))
 
 
+#: a line of prose: words with at most light punctuation, no code characters
+_WORD = re.compile(r"^[A-Za-z][A-Za-z'’-]*[,.;:!?]?$")
+
+
+def prose_script(code: str) -> bool:
+    """True when `code` is not Python but a description in words: it does not compile and its first line is a
+    sentence (six words or more, at least four in five of them plain words). A script with one slip compiles no
+    better, but its first line is code."""
+    try:
+        compile(code, "<script>", "exec")
+        return False
+    except (SyntaxError, ValueError):
+        pass
+    first = next((line.strip() for line in code.splitlines() if line.strip()), "")
+    words = first.split()
+    return len(words) >= 6 and sum(bool(_WORD.match(w)) for w in words) >= 0.8 * len(words)
+
+
 class _Log:
     """The analysis log, written as Markdown: every draft, its output and what was decided."""
 
@@ -311,6 +329,14 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None))
         messages.append({"role": "assistant", "content": reply})
         void = d.turn.action is None or d.turn.action.kind != "code"
+        if not void and prose_script(d.turn.action.content):
+            # v14's teacher solver put a description of its script inside <code>, three attempts: nothing to run,
+            # and the next turn is sampled like a reply with no script
+            void, error = True, f"attempt {attempt}: the <code> block holds a description in words, not a script"
+            log.add(f"Attempt {attempt}: a description, not a script", d.turn.action.content)
+            out.errors.append(error)
+            messages.append({"role": "user", "content": t.section("prose, not code")})
+            continue
         if void:
             error = f"attempt {attempt}: no <code> block ({d.turn.error or 'the reply was an answer, not a script'})"
             log.add(f"Attempt {attempt}: unreadable reply", loop_cut(d.raw))

@@ -510,3 +510,27 @@ async def test_after_a_reply_with_no_script_the_next_turn_is_sampled(scripted_ll
     assert out.value.status == "completed" and out.value.attempts == 2
     assert [r.temperature for r in script.requests[:2]] == [0.0, 0.7]
     assert out.calls[1].sampling["temperature"] == 0.7 and out.calls[0].void_reason
+
+
+async def test_a_description_inside_code_is_not_run_and_the_next_turn_is_sampled(scripted_llm, data: Path,
+                                                                                 tmp_path: Path, sandbox_config) -> None:
+    """v14's teacher solver wrote "The script reads the orders_2023.csv file using pandas, …" inside <code> three
+    times; each ran and died on a SyntaxError, and the task lost its second solver."""
+    script, llm = scripted_llm
+    prose = ("<think>x</think>\n<code>\nThe script reads sales.csv using pandas, sums the amount by region and "
+             "prints out the results as RESULT lines.\n</code>")
+    script.queue(prose, TURN, REPORT)
+    work = tmp_path / "n9"
+    out = await execute(llm, GOAL, node=9, workdir=work, inputs=[data / "sales.csv"], sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.attempts == 2
+    assert out.errors[0] == "attempt 1: the <code> block holds a description in words, not a script"
+    assert "description of a script in words, not Python" in script.requests[1].last_user
+    assert [r.temperature for r in script.requests[:2]] == [0.0, 0.7]
+    log = (work / LOG_FILE).read_text()
+    assert "a description, not a script" in log and "SyntaxError" not in log  # never sent to the sandbox
+    # a script with one slip is code: it runs, and its error goes back as usual
+    slip = "<think>x</think>\n<code>\nimport pandas as pd\ndf = pd.read_csv('sales.csv'\nprint(df)\n</code>"
+    script.queue(slip, TURN, REPORT)
+    out = await execute(llm, GOAL, node=10, workdir=tmp_path / "n10", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.errors[0].startswith("attempt 1: the script failed: SyntaxError")
