@@ -24,6 +24,7 @@ from worldsmith.agents.analyst import (LOOP_RESAMPLES, decide, decide_unlooped, 
                                        loop_cut, loop_temperature, mounted_profile, observation_notes)
 from worldsmith.agents.answer_guards import profile_facts
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
+from worldsmith.core.answer_spec import is_data_file
 from worldsmith.core.claim_numbers import (
     misreadings,
     parse_results,
@@ -143,6 +144,23 @@ def script_notes(run: ExecResult, inputs: list[Path], script: str) -> str:
     a merge on ids the tables spell differently, a text a column does not hold, the wrong reader, pandas slips.
     v14's node 6 merged the orders on `customer_id`, a column only the crm table has, three times."""
     return observation_notes(run, profile_facts([str(p) for p in inputs]), script)
+
+
+def unneeded_note(script: str, inputs: list[Path], needed: set[str]) -> str:
+    """After a failed script: the data files it reads that its goal neither names nor needs (`needed`: the base
+    names of the files the goal names and the linked ones it needs). v14's solver was asked for the mean income by
+    region "from the crm.xlsx file", merged the three yearly order files into it on a column they do not have, and
+    failed three times. '' when the goal names no file or the script reads none besides."""
+    if not needed:
+        return ""
+    files = {f.name for p in inputs for f in ([p] if p.is_file() else p.rglob("*") if p.is_dir() else [])
+             if f.is_file()}
+    extra = sorted(n for n in files if n not in needed and is_data_file(n) and names_file(script, n))
+    if not extra:
+        return ""
+    own = sorted(n for n in needed if is_data_file(n))
+    return "\n" + template(TEMPLATE).section("unneeded files", named=", ".join(own), extra=", ".join(extra),
+                                              verb="is" if len(own) == 1 else "are")
 
 
 def joined_note(joined: Joined | None, run: ExecResult) -> str:
@@ -353,6 +371,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
             observation = (run.to_observation(OBSERVATION_CHARS)
                            + (await asyncio.to_thread(script_notes, run, inputs, script) if failed else "")
                            + joined_note(joined, run)
+                           + (unneeded_note(script, inputs, named | set(extra)) if not run.ok else "")
                            + ("\n" + t.section("repeated script") if repeated and not run.ok else "")
                            + ("\n" + t.section("partly ran") if partly_ran(run, joined is not None) else ""))
             log.add(f"Attempt {attempt}: script", script, "python")

@@ -534,3 +534,26 @@ async def test_a_description_inside_code_is_not_run_and_the_next_turn_is_sampled
     out = await execute(llm, GOAL, node=10, workdir=tmp_path / "n10", inputs=[data / "sales.csv"],
                         sandbox=sandbox_config)
     assert out.errors[0].startswith("attempt 1: the script failed: SyntaxError")
+
+
+async def test_a_failed_script_reading_files_its_goal_does_not_need_is_told_so(scripted_llm, data: Path,
+                                                                                tmp_path: Path, sandbox_config) -> None:
+    """v14's solver, asked for the mean income by region "from the crm.xlsx file", merged the yearly order files in
+    on a column they lack, three attempts."""
+    script, llm = scripted_llm
+    (tmp_path / "stores.csv").write_text("store,city\n1,Oslo\n2,Bergen\n")
+    (tmp_path / "notes.md").write_text("the sales table is in sales.csv\n")
+    merged = ("<think>x</think>\n<code>\nimport pandas as pd\ns = pd.read_csv('sales.csv')\nt = pd.read_csv("
+              "'stores.csv')\nprint(s.merge(t, on='store_id'))\nopen('notes.md').read()\n</code>")
+    script.queue(merged, TURN, REPORT)
+    inputs = [data / "sales.csv", tmp_path / "stores.csv", tmp_path / "notes.md"]
+    out = await execute(llm, GOAL, node=4, workdir=tmp_path / "n4", inputs=inputs, sandbox=sandbox_config)
+    told = script.requests[1].last_user
+    assert out.value.status == "completed" and "KeyError" in out.errors[0]
+    assert ("The goal's data is in sales.csv; the script also reads stores.csv, which the goal does not need"
+            in told) and "notes.md, which" not in told
+    # a script that reads only what its goal names gets no such note
+    script.queue("<think>x</think>\n<code>\nimport pandas as pd\nprint(pd.read_csv('sales.csv')['nope'])\n</code>",
+                 TURN, REPORT)
+    await execute(llm, GOAL, node=5, workdir=tmp_path / "n5", inputs=inputs, sandbox=sandbox_config)
+    assert "does not need" not in script.requests[-2].last_user
