@@ -369,3 +369,16 @@ def test_the_measure_is_recorded_only_in_the_files_that_hold_it(tmp_path: Path) 
     assert holders(both, tmp_path).measure.files == ["data/orders.csv"]
     nowhere = spec(measure={**both.measure.model_dump(), "variable": "amount"})
     assert holders(nowhere, tmp_path) == nowhere  # no file holds it: left for the lint to name
+
+
+def test_a_window_end_meant_as_its_last_day_is_moved_a_day_on_only_when_that_gives_the_number(root: Path) -> None:
+    """v14's July 2024 mean: the writer ended the window on 2024-07-31, which a window leaves out, three times."""
+    from worldsmith.evolution.spec_check import repaired
+
+    meant = spec(name="mean_income", window={"column": "date", "start": "2023-01-01", "end": "2023-06-01"})
+    # by hand: Jan 5 (100), Feb 1 (10), Mar 1 (blank) and, through the end date, Jun 1 (300)
+    assert spec_value(meant, root)[0] == pytest.approx(55.0)
+    fixed = repaired(meant, root, "mean_income", 410 / 3)
+    assert fixed is not None and str(fixed.window.end) == "2023-06-02" and str(fixed.window.start) == "2023-01-01"
+    assert spec_value(fixed, root)[0] == pytest.approx(410 / 3)
+    assert repaired(meant, root, "mean_income", 999.0) is None  # a day later does not give it either

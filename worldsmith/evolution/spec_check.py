@@ -217,8 +217,8 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
     already required one), and a per-group value named after its group (`mean_E`) gets the filter on the one column
     of the measure's file that holds that group label; a correlation or slope without its x gets the one column
     that gives the printed number, and an open window becomes "all dates" when the spec then computes the
-    number; a "difference" without its comparison named as a plain mean or count (`mean_x`) becomes that. Accepted
-    only when the result reproduces the number."""
+    number; a "difference" without its comparison named as a plain mean or count (`mean_x`) becomes that; a window
+    whose end date was meant inside it ends a day later. Accepted only when the result reproduces the number."""
     fixed = _plain(facets, name, root, printed) or facets
     w = facets.window
     if w is not None and not w.all_dates and any("time window column" in p for p in spec_value(facets, root)[1]):
@@ -232,6 +232,8 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
             return open_filled
     if not spec_mismatch(fixed, root, printed):
         return fixed if fixed is not facets else None
+    if (through := _through_end(fixed, root, printed)) is not None:
+        return through
     if fixed.filters or fixed.quantity not in ("mean", "count") or len(fixed.measure.files) != 1:
         return None
     try:
@@ -254,6 +256,19 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
 #: a number named like this is that plain quantity (mean_discount_pct, avg_amount, n_orders)
 _PLAIN_NAMES = (("mean", re.compile(r"^(mean|avg|average)(_|$)", re.IGNORECASE)),
                 ("count", re.compile(r"^(count|n|num|number)(_|$)", re.IGNORECASE)))
+
+
+def _through_end(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets | None:
+    """A window whose end the writer meant as the last day inside it (v14's July 2024 mean: end 2024-07-31, which
+    leaves July 31 out, since a window ends before its end date): the end a day later, when that computes the
+    printed number; else None."""
+    w = facets.window
+    if w is None or w.all_dates or w.end is None:
+        return None
+    through = facets.model_copy(update={"window": w.model_copy(update={"end": w.end + dt.timedelta(days=1)})})
+    if spec_value(through, root)[0] is None or spec_mismatch(through, root, printed):
+        return None
+    return through
 
 
 def _plain(facets: AnswerFacets, name: str, root: Path, printed: float) -> AnswerFacets | None:
