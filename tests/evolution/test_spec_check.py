@@ -130,6 +130,10 @@ def test_a_plain_mean_filed_as_a_difference_without_sides_is_repaired_when_it_co
     assert fixed is not None and fixed.quantity == "mean" and fixed.comparison is None
     assert repaired(slipped, root, "mean_spend", 7.0) is None  # not the mean of the column: left refused
     assert repaired(slipped.model_copy(update={"name": "spend_gap"}), root, "spend_gap", 9.8) is None  # no such name
+    # v14: `monthly_mean_2023-01_web` filed as a difference; a name that says change or gap stays one
+    inner = slipped.model_copy(update={"name": "monthly_mean_spend"})
+    assert repaired(inner, root, "monthly_mean_spend", 9.8).quantity == "mean"
+    assert repaired(inner, root, "mean_spend_change", 9.8) is None
     counted = spec(name="n_rows", quantity="difference", measure={"variable": "spend", "files": ["data/crm.csv"]})
     fixed_count = repaired(counted, root, "n_rows", 5.0)
     assert fixed_count is not None and fixed_count.quantity == "count"

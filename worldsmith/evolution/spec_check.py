@@ -253,9 +253,12 @@ def repaired(facets: AnswerFacets, root: Path, name: str, printed: float) -> Ans
     return None
 
 
-#: a number named like this is that plain quantity (mean_discount_pct, avg_amount, n_orders)
-_PLAIN_NAMES = (("mean", re.compile(r"^(mean|avg|average)(_|$)", re.IGNORECASE)),
+#: a number named like this is that plain quantity (mean_discount_pct, monthly_mean_2023-01_web, avg_amount,
+#: n_orders), unless its name also says it is a change or a gap
+_PLAIN_NAMES = (("mean", re.compile(r"(?:^|_)(mean|avg|average)(?:_|$)", re.IGNORECASE)),
                 ("count", re.compile(r"^(count|n|num|number)(_|$)", re.IGNORECASE)))
+_CHANGE_NAME = re.compile(r"(?:^|_)(diff|difference|change|gap|delta|minus|vs|growth|increase|decrease)(?:_|$)",
+                          re.IGNORECASE)
 
 
 def _through_end(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets | None:
@@ -273,13 +276,13 @@ def _through_end(facets: AnswerFacets, root: Path, printed: float) -> AnswerFace
 
 def _plain(facets: AnswerFacets, name: str, root: Path, printed: float) -> AnswerFacets | None:
     """A "difference" with no comparison whose name says it is a plain mean or count (v10's writer filed
-    `mean_discount_pct` as a difference three times), as that quantity, when it then computes the printed
+    `mean_discount_pct` as a difference three times, v14's `monthly_mean_2023-01_web`), as that quantity, when it then computes the printed
     number or cannot be computed here (a filter on a linked table's column: v11's `mean_discount_pct_E`, the
     region a column of crm.xlsx, was filed as a difference three times and its task lost); else None."""
-    if facets.quantity != "difference" or facets.comparison is not None:
+    if facets.quantity != "difference" or facets.comparison is not None or _CHANGE_NAME.search(name):
         return None
     for quantity, pattern in _PLAIN_NAMES:
-        if pattern.match(name):
+        if pattern.search(name):
             candidate = facets.model_copy(update={"quantity": quantity})
             value, problems = spec_value(candidate, root)
             if not problems and (value is None or not spec_mismatch(candidate, root, printed)):
