@@ -11,6 +11,7 @@ from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
 from worldsmith.tools.files.names import names_file
+from worldsmith.core.answer_spec import is_data_file
 from worldsmith.core.claim_numbers import named_numbers, printed_numbers, unbacked_numbers
 from worldsmith.core.evolution_schemas import (
     Composition,
@@ -28,9 +29,16 @@ _DANGLING = re.compile(r"\b(?:the parent(?: node)?|previous (?:step|node|analysi
 
 
 def _files_named(text: str, files: list[str]) -> list[str]:
-    """The workspace files a text names by their base name."""
+    """The workspace files a text names by their base name, or by their stem and the word table, file, sheet or data
+    ("using the crm table as a join key": v15's proposer put crm.xlsx into a question on orders_2023.csv alone)."""
     names = {f.rsplit("/", 1)[-1] for f in files}
-    return sorted(n for n in names if names_file(text, n))
+    return sorted(n for n in names if names_file(text, n) or (is_data_file(n) and _stem_named(text, n)))
+
+
+def _stem_named(text: str, name: str) -> bool:
+    stem = name.split(".", 1)[0]
+    return bool(stem) and re.search(rf"(?<![\w.-]){re.escape(stem)}\s+(?:table|file|sheet|data(?:set)?)\b", text,
+                                    re.IGNORECASE) is not None
 
 
 def goal_problems(goal: GoalPackage, findings: dict[str, Finding], required: list[str], *, question: str = "",

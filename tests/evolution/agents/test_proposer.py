@@ -70,6 +70,10 @@ def test_a_goal_naming_files_the_question_does_not_is_sent_back() -> None:
     widened = GoalPackage(goal="Compute the monthly mean of amount using the crm.xlsx and orders_2024.csv files.")
     assert goal_problems(widened, {}, [], question=question, files=files) == [
         "the question uses orders_2024.csv only; the goal also names crm.xlsx: keep to the question's files"]
+    # v15: "… using the crm table as a join key" for a correlation inside one order file
+    by_stem = GoalPackage(goal="Compute the monthly mean of amt in orders_2024.csv using the crm table as a join key.")
+    assert goal_problems(by_stem, {}, [], question=question, files=files) == [
+        "the question uses orders_2024.csv only; the goal also names crm.xlsx: keep to the question's files"]
     kept = GoalPackage(goal="Compute the monthly mean of amt over date in orders_2024.csv.")
     assert goal_problems(kept, {}, [], question=question, files=files) == []
     # a question naming no file leaves the goal free to name any
