@@ -311,6 +311,27 @@ def test_a_date_method_on_text_names_both_causes() -> None:
     assert "not a date" not in pandas_notes("x.upper_case()", _pandas_error(lambda: "a".upper_case()))
 
 
+def test_error_output_pasted_back_as_a_cell_is_named() -> None:
+    """v14's teacher pasted each SyntaxError back as its next cell, eight turns: each failed on the pasted frame."""
+    from worldsmith.agents.analyst import observation_notes
+    from worldsmith.tools.sandbox.base import ExecError, ExecResult
+
+    def ran(code: str):
+        try:
+            compile(code, "<cell-4>", "exec")
+        except SyntaxError as exc:
+            return ExecResult(ok=False, stdout="", error=ExecError(type=type(exc).__name__, message=str(exc),
+                                                                    traceback=""))
+        return ExecResult(ok=True, stdout="")
+
+    echo = 'File "<cell-3>", line 13\n    correlation = df["amount"].\nSyntaxError: invalid syntax'
+    assert "the error message itself, pasted back" in observation_notes(ran(echo), DataFacts(), echo)
+    traceback = "Traceback (most recent call last):\n  File \"<cell-2>\", line 1\nKeyError: 'x'"
+    assert "pasted back" in observation_notes(ran(traceback), DataFacts(), traceback)
+    slip = 'x = df["amount"].'
+    assert "pasted back" not in observation_notes(ran(slip), DataFacts(), slip)
+
+
 def test_a_text_column_in_a_numeric_operation_gets_the_numeric_forms() -> None:
     """generated-v1: `df.corr()` over a joined frame with its id columns raised "could not convert string to float:
     'S-00001'", and the 1.5B model ran the same cell four times. Errors raised by pandas itself."""

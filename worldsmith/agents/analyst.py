@@ -588,7 +588,19 @@ def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
         text += "\n" + feedback("value not held", values="; ".join(unheld))
     if error and (wrong := wrong_readers(code, facts.loads, missing_file(error))):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
+    if error and echoed_output(code):
+        text += "\n" + feedback("echoed output")
     return text + pandas_notes(code, error)
+
+
+#: the interpreter's output pasted back as a cell: a traceback's first line or a `File "<cell-N>", line K` frame
+_ECHOED = re.compile(r'''^\s*(?:Traceback \(most recent call last\)|File "<cell-\d+>", line \d+)''')
+
+
+def echoed_output(code: str) -> bool:
+    """Whether a code cell is the interpreter's error output written back as code (v14's teacher pasted each
+    SyntaxError back as its next cell, eight turns, each failing on the pasted `File "<cell-N>"` line)."""
+    return _ECHOED.match(code) is not None
 
 
 def repeat_nudge() -> str:

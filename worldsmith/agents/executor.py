@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import (LOOP_RESAMPLES, decide, decide_unlooped, files_profile, keyerror_keys,
-                                       loop_cut, loop_temperature, mounted_profile, observation_notes)
+from worldsmith.agents.analyst import (LOOP_RESAMPLES, decide, decide_unlooped, echoed_output, files_profile,
+                                       keyerror_keys, loop_cut, loop_temperature, mounted_profile, observation_notes)
 from worldsmith.agents.answer_guards import profile_facts
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.core.answer_spec import is_data_file
@@ -347,13 +347,15 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None))
         messages.append({"role": "assistant", "content": reply})
         void = d.turn.action is None or d.turn.action.kind != "code"
-        if not void and prose_script(d.turn.action.content):
-            # v14's teacher solver put a description of its script inside <code>, three attempts: nothing to run,
-            # and the next turn is sampled like a reply with no script
-            void, error = True, f"attempt {attempt}: the <code> block holds a description in words, not a script"
-            log.add(f"Attempt {attempt}: a description, not a script", d.turn.action.content)
+        if not void and (prose := prose_script(d.turn.action.content) or echoed_output(d.turn.action.content)):
+            # v14's teacher solver put a description of its script inside <code>, three attempts (its analyst
+            # pasted error output back as code, eight turns): nothing to run, and the next turn is sampled like
+            # a reply with no script
+            what = "a description in words" if prose_script(d.turn.action.content) else "the interpreter's output"
+            void, error = True, f"attempt {attempt}: the <code> block holds {what}, not a script"
+            log.add(f"Attempt {attempt}: {what}, not a script", d.turn.action.content)
             out.errors.append(error)
-            messages.append({"role": "user", "content": t.section("prose, not code")})
+            messages.append({"role": "user", "content": t.section("prose, not code", what=what)})
             continue
         if void:
             error = f"attempt {attempt}: no <code> block ({d.turn.error or 'the reply was an answer, not a script'})"

@@ -524,10 +524,17 @@ async def test_a_description_inside_code_is_not_run_and_the_next_turn_is_sampled
     out = await execute(llm, GOAL, node=9, workdir=work, inputs=[data / "sales.csv"], sandbox=sandbox_config)
     assert out.value.status == "completed" and out.value.attempts == 2
     assert out.errors[0] == "attempt 1: the <code> block holds a description in words, not a script"
-    assert "description of a script in words, not Python" in script.requests[1].last_user
+    assert "held a description in words, not a Python script" in script.requests[1].last_user
     assert [r.temperature for r in script.requests[:2]] == [0.0, 0.7]
     log = (work / LOG_FILE).read_text()
-    assert "a description, not a script" in log and "SyntaxError" not in log  # never sent to the sandbox
+    assert "a description in words, not a script" in log and "SyntaxError" not in log  # never sent to the sandbox
+    # the interpreter's output pasted back as the script is not run either
+    echo = '<think>x</think>\n<code>\nFile "<cell-3>", line 13\n    x = df["amount"].\nSyntaxError: invalid syntax\n</code>'
+    script.queue(echo, TURN, REPORT)
+    out = await execute(llm, GOAL, node=11, workdir=tmp_path / "n11", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.errors[0] == "attempt 1: the <code> block holds the interpreter's output, not a script"
+    assert out.value.status == "completed"
     # a script with one slip is code: it runs, and its error goes back as usual
     slip = "<think>x</think>\n<code>\nimport pandas as pd\ndf = pd.read_csv('sales.csv'\nprint(df)\n</code>"
     script.queue(slip, TURN, REPORT)
