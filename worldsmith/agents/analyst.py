@@ -456,9 +456,9 @@ _UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword 
 def pandas_notes(code: str, error: Any) -> str:
     """Notes for pandas slips a small model repeats as written, however often the error comes back: conditions
     combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, a `format=` that does
-    not fit every date (tables that write dates differently), a date method called on text, a text column in a numeric operation (the 1.5B
-    model ran `df.corr()` over a joined frame with its id columns four times), and an argument a call does not
-    take. '' otherwise."""
+    not fit every date (tables that write dates differently), a date method called on text, a text column in a
+    numeric operation (the 1.5B model ran `df.corr()` over a joined frame with its id columns four times), and an
+    argument a call does not take. '' otherwise."""
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")

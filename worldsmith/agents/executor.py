@@ -156,9 +156,9 @@ def unneeded_note(script: str, inputs: list[Path], needed: set[str]) -> str:
     files = {f.name for p in inputs for f in ([p] if p.is_file() else p.rglob("*") if p.is_dir() else [])
              if f.is_file()}
     extra = sorted(n for n in files if n not in needed and is_data_file(n) and names_file(script, n))
-    if not extra:
-        return ""
     own = sorted(n for n in needed if is_data_file(n))
+    if not extra or not own:
+        return ""
     return "\n" + template(TEMPLATE).section("unneeded files", named=", ".join(own), extra=", ".join(extra),
                                               verb="is" if len(own) == 1 else "are")
 
@@ -265,6 +265,14 @@ def prose_script(code: str) -> bool:
     return len(words) >= 6 and sum(bool(_WORD.match(w)) for w in words) >= 0.8 * len(words)
 
 
+def not_code(code: str) -> str | None:
+    """What a <code> block holds instead of a script (a description in words, the interpreter's output pasted
+    back), or None when it is code."""
+    if prose_script(code):
+        return "a description in words"
+    return "the interpreter's output" if echoed_output(code) else None
+
+
 class _Log:
     """The analysis log, written as Markdown: every draft, its output and what was decided."""
 
@@ -347,11 +355,10 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                                      action=d.turn.action, void_reason=d.turn.error if d.turn.action is None else None))
         messages.append({"role": "assistant", "content": reply})
         void = d.turn.action is None or d.turn.action.kind != "code"
-        if not void and (prose := prose_script(d.turn.action.content) or echoed_output(d.turn.action.content)):
+        if not void and (what := not_code(d.turn.action.content)):
             # v14's teacher solver put a description of its script inside <code>, three attempts (its analyst
             # pasted error output back as code, eight turns): nothing to run, and the next turn is sampled like
             # a reply with no script
-            what = "a description in words" if prose_script(d.turn.action.content) else "the interpreter's output"
             void, error = True, f"attempt {attempt}: the <code> block holds {what}, not a script"
             log.add(f"Attempt {attempt}: {what}, not a script", d.turn.action.content)
             out.errors.append(error)

@@ -10,7 +10,6 @@ import re
 from typing import Any
 
 from worldsmith.agents.asking import Outcome, ask, versions
-from worldsmith.tools.files.names import names_file
 from worldsmith.core.answer_spec import is_data_file
 from worldsmith.core.claim_numbers import named_numbers, printed_numbers, unbacked_numbers
 from worldsmith.core.evolution_schemas import (
@@ -22,6 +21,7 @@ from worldsmith.core.evolution_schemas import (
 )
 from worldsmith.core.schemas import Finding
 from worldsmith.prompts import template
+from worldsmith.tools.files.names import names_file
 
 TEMPLATE = "evolve_proposer.md"
 _DANGLING = re.compile(r"\b(?:the parent(?: node)?|previous (?:step|node|analysis)|as (?:above|before)|the above|"

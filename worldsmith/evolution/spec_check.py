@@ -276,8 +276,8 @@ def _through_end(facets: AnswerFacets, root: Path, printed: float) -> AnswerFace
 
 def _plain(facets: AnswerFacets, name: str, root: Path, printed: float) -> AnswerFacets | None:
     """A "difference" with no comparison whose name says it is a plain mean or count (v10's writer filed
-    `mean_discount_pct` as a difference three times, v14's `monthly_mean_2023-01_web`), as that quantity, when it then computes the printed
-    number or cannot be computed here (a filter on a linked table's column: v11's `mean_discount_pct_E`, the
+    `mean_discount_pct` as a difference three times, v14's `monthly_mean_2023-01_web`), as that quantity, when it
+    then computes the printed number or cannot be computed here (a filter on a linked table's column: v11's `mean_discount_pct_E`, the
     region a column of crm.xlsx, was filed as a difference three times and its task lost); else None."""
     if facets.quantity != "difference" or facets.comparison is not None or _CHANGE_NAME.search(name):
         return None
