@@ -405,3 +405,27 @@ def test_a_report_that_names_none_of_the_files_its_code_read_is_sent_back(tmp_pa
     assert g.report_sources(bare, REPORT_Q, ["r"], ran, files) is None  # a closed form: its tags are its answer
     assert g.report_sources(bare, "What is r? Answer as @r[value].", [], ran, files) is None  # no report asked
     assert g.report_sources(bare, REPORT_Q, [], ran[1:], files) is None  # no cell that ran read a file: not this
+
+
+def test_a_keyerror_on_a_key_other_tables_hold_under_another_name_gets_the_two_names(tmp_path) -> None:
+    """26 failed evolution scripts merged the orders with crm on `customer_id`, which the orders call `acct_ref`;
+    the note said only "merge on a column both of them have", and they have none. The link comes from the file
+    profiler's join detection over the files themselves."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import observation_notes
+    from worldsmith.agents.answer_guards import DataFacts, profile_facts
+    from worldsmith.tools.sandbox.base import ExecError, ExecResult
+
+    ids = [f"C-{i:03d}" for i in range(1, 41)]
+    pd.DataFrame({"order_id": [f"O-{i:04d}" for i in range(120)], "acct_ref": [ids[i % 40] for i in range(120)],
+                  "amount": [float(i % 17) for i in range(120)]}).to_csv(tmp_path / "orders.csv", index=False)
+    pd.DataFrame({"customer_id": ids, "segment": ["a", "b"] * 20}).to_csv(tmp_path / "crm.csv", index=False)
+    facts = profile_facts([str(tmp_path / "orders.csv"), str(tmp_path / "crm.csv")])
+    code = "df = pd.merge(orders, crm, on='customer_id')"
+    failed = ExecResult(ok=False, error=ExecError(type="KeyError", message="'customer_id'"))
+    note = observation_notes(failed, facts, code)
+    assert 'left_on="acct_ref", right_on="customer_id"' in note and "`acct_ref` in orders.csv" in note
+    assert DataFacts.from_state(facts.to_state()).links == facts.links  # kept across graph turns
+    other = ExecResult(ok=False, error=ExecError(type="KeyError", message="'segmnt'"))
+    assert "left_on" not in observation_notes(other, facts, "crm['segmnt']")

@@ -577,6 +577,11 @@ def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
             f"{key!r} → {' or '.join(repr(c) for c in near)}" for key, near in missing))
     if error and error.type == "KeyError" and (elsewhere := columns_elsewhere(error.message, facts.tables)):
         text += "\n" + feedback("column elsewhere", where=". ".join(elsewhere))
+    if error and error.type == "KeyError" and (linked := [k for k in keyerror_keys(error.message) if k in facts.links]):
+        key = linked[0]
+        where = facts.links[key]
+        text += "\n" + feedback("linked key", key=key, where=", ".join(f"`{c}` in {t}" for t, c in where),
+                                 other=where[0][1])
     if error and error.type == "KeyError" and (said := [line for key in keyerror_keys(error.message)
                                                         if key not in facts.columns
                                                         for line in documented_columns(key, facts)]):

@@ -77,6 +77,9 @@ class DataFacts:
     values: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # a document (memo, notes) → its list items as the profile read them ("The column `amount_due` holds `bill_usd`.")
     documents: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a key column → the columns of other names in other tables that hold the same ids (crm's `customer_id` is the
+    # orders' `acct_ref`), as (table, column)
+    links: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     @classmethod
     def from_profile(cls, ws: Any) -> DataFacts:
@@ -116,13 +119,14 @@ class DataFacts:
         return cls(tuple(columns), {k: v for k, v in ranges.items() if k not in unknown}, loads, tables,
                    _respelled(getattr(ws, "joins", [])),
                    {k: tuple(v) for k, v in values.items() if k not in partial},
-                   {k: v for k, v in documents.items() if v})
+                   {k: v for k, v in documents.items() if v}, _links(getattr(ws, "joins", [])))
 
     def to_state(self) -> dict[str, Any]:
         return {"columns": list(self.columns), "ranges": {k: list(v) for k, v in self.ranges.items()},
                 "loads": dict(self.loads), "tables": {k: list(v) for k, v in self.tables.items()},
                 "respelled": dict(self.respelled), "values": {k: list(v) for k, v in self.values.items()},
-                "documents": {k: list(v) for k, v in self.documents.items()}}
+                "documents": {k: list(v) for k, v in self.documents.items()},
+                "links": {k: [list(x) for x in v] for k, v in self.links.items()}}
 
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> DataFacts:
@@ -130,7 +134,8 @@ class DataFacts:
                    dict(data.get("loads") or {}), {k: tuple(v) for k, v in (data.get("tables") or {}).items()},
                    dict(data.get("respelled") or {}),
                    {k: tuple(v) for k, v in (data.get("values") or {}).items()},
-                   {k: tuple(v) for k, v in (data.get("documents") or {}).items()})
+                   {k: tuple(v) for k, v in (data.get("documents") or {}).items()},
+                   {k: tuple((x[0], x[1]) for x in v) for k, v in (data.get("links") or {}).items()})
 
 
 def documented_columns(key: str, facts: DataFacts) -> list[str]:
@@ -141,6 +146,18 @@ def documented_columns(key: str, facts: DataFacts) -> list[str]:
     known = set(facts.columns) - {key}
     return [f"{file} says: {item}" for file, items in facts.documents.items() for item in items
             if pattern.search(item) and any(f"`{c}`" in item for c in known)]
+
+
+def _links(joins: Sequence[Any]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """{column: ((table, column of another name), …)} for each join the profile found between two columns of
+    different names whose values overlap (at least half of the smaller side's distinct ids)."""
+    out: dict[str, dict[tuple[str, str], None]] = {}
+    for j in joins:
+        if j.left.column == j.right.column or (j.overlap_ratio or 0) < 0.5:
+            continue
+        for ref, other in ((j.left, j.right), (j.right, j.left)):
+            out.setdefault(ref.column, {})[(other.table_label, other.column)] = None
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _respelled(joins: Sequence[Any]) -> dict[str, str]:

@@ -11,6 +11,7 @@ when that prints none either; then the model writes the result, whose conclusion
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import shutil
@@ -138,12 +139,18 @@ _JOIN_PROBE = '\nprint("__JOINED__", json.dumps([str(c) for c in df.columns]))'
 MAX_RESULTS = 40
 
 
-def script_notes(run: ExecResult, inputs: list[Path], script: str) -> str:
+def script_notes(run: ExecResult, inputs: list[Path], script: str, needed: set[str] | None = None) -> str:
     """The analyst's notes on a failed cell, for a failed script (`analyst.observation_notes`, from the inputs'
-    profile): a KeyError's near-miss spelling, the tables that hold a column, the column a document names for it,
-    a merge on ids the tables spell differently, a text a column does not hold, the wrong reader, pandas slips.
+    profile): a KeyError's near-miss spelling, the tables that hold a column, the names a key has in the tables
+    that link to it, the column a document names for it, a merge on ids the tables spell differently, a text a
+    column does not hold, the wrong reader, pandas slips; then the data files the script reads that its goal does
+    not need (`unneeded_note`; `needed`: the goal's files), and then no advice on how to merge them.
     v14's node 6 merged the orders on `customer_id`, a column only the crm table has, three times."""
-    return observation_notes(run, profile_facts([str(p) for p in inputs]), script)
+    facts = profile_facts([str(p) for p in inputs])
+    unneeded = unneeded_note(script, inputs, needed or set()) if not run.ok else ""
+    if unneeded:
+        facts = dataclasses.replace(facts, links={})
+    return observation_notes(run, facts, script) + unneeded
 
 
 def unneeded_note(script: str, inputs: list[Path], needed: set[str]) -> str:
@@ -378,9 +385,9 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
             results = parse_results(run.stdout) if run.ok else {}
             failed = not results or len(results) > MAX_RESULTS
             observation = (run.to_observation(OBSERVATION_CHARS)
-                           + (await asyncio.to_thread(script_notes, run, inputs, script) if failed else "")
+                           + (await asyncio.to_thread(script_notes, run, inputs, script, named | set(extra))
+                              if failed else "")
                            + joined_note(joined, run)
-                           + (unneeded_note(script, inputs, named | set(extra)) if not run.ok else "")
                            + ("\n" + t.section("repeated script") if repeated and not run.ok else "")
                            + ("\n" + t.section("partly ran") if partly_ran(run, joined is not None) else ""))
             log.add(f"Attempt {attempt}: script", script, "python")

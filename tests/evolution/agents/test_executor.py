@@ -564,3 +564,22 @@ async def test_a_failed_script_reading_files_its_goal_does_not_need_is_told_so(s
                  TURN, REPORT)
     await execute(llm, GOAL, node=5, workdir=tmp_path / "n5", inputs=inputs, sandbox=sandbox_config)
     assert "does not need" not in script.requests[-2].last_user
+
+
+def test_a_merge_the_goal_does_not_need_gets_no_advice_on_how_to_merge(tmp_path: Path) -> None:
+    """v15's node 2 merged crm into a correlation inside one order file: the note on the two names of the key
+    (`acct_ref` / `customer_id`) would tell it how to do what it should not; with both files needed, it does."""
+    from worldsmith.agents.executor import script_notes
+    from worldsmith.tools.sandbox.base import ExecError, ExecResult
+
+    ids = [f"C-{i:03d}" for i in range(1, 41)]
+    pd.DataFrame({"order_id": [f"O-{i:04d}" for i in range(120)], "acct_ref": [ids[i % 40] for i in range(120)],
+                  "amount": [float(i % 17) for i in range(120)]}).to_csv(tmp_path / "orders.csv", index=False)
+    pd.DataFrame({"customer_id": ids, "segment": ["a", "b"] * 20}).to_csv(tmp_path / "crm.csv", index=False)
+    inputs = [tmp_path / "orders.csv", tmp_path / "crm.csv"]
+    code = "o = pd.read_csv('orders.csv')\nc = pd.read_csv('crm.csv')\ndf = o.merge(c, on='customer_id')"
+    failed = ExecResult(ok=False, error=ExecError(type="KeyError", message="'customer_id'"))
+    one = script_notes(failed, inputs, code, {"orders.csv"})
+    assert "the script also reads crm.csv, which the goal does not need" in one and "left_on" not in one
+    both = script_notes(failed, inputs, code, {"orders.csv", "crm.csv"})
+    assert 'left_on="acct_ref", right_on="customer_id"' in both and "does not need" not in both
