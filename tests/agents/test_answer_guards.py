@@ -306,6 +306,13 @@ def test_a_date_method_on_text_names_both_causes() -> None:
 
     note = pandas_notes("for date, mean in monthly.items(): date.strftime('%Y-%m')", _pandas_error(loop))
     assert 'frame["col"].items()' in note and 'pd.to_datetime(df["col"]' in note
+    # `.resample()` on text dates, or with the month-end "M" pandas 3 no longer takes: the month grouping, which runs
+    df = pd.DataFrame({"date": ["2024-01-05", "2024-01-20", "2024-02-01"], "col": [1.0, 3.0, 10.0]})
+    for fn in (lambda: df.set_index("date").resample("ME").mean(), lambda: df.resample("M", on="date").mean()):
+        note = pandas_notes("df.resample(...)", _pandas_error(fn))
+        call = note[note.index("df.groupby("):note.index(".mean()") + len(".mean()")]
+        assert eval(call, {"pd": pd, "df": df}).to_dict() == {pd.Period("2024-01", "M"): 2.0,  # noqa: S307
+                                                                pd.Period("2024-02", "M"): 10.0}
     year = _pandas_error(lambda: pd.Series(["2024-01-01"]).map(lambda d: d.year))
     assert "That value is text, not a date" in pandas_notes("df['d'].map(lambda d: d.year)", year)
     assert "not a date" not in pandas_notes("x.upper_case()", _pandas_error(lambda: "a".upper_case()))

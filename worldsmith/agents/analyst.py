@@ -442,6 +442,9 @@ _TEXT_DATES = re.compile(r"Can only use \.dt accessor with datetimelike values")
 #: walks its column names (v14's solver looped over a one-column frame of monthly means and called `.strftime`)
 _TEXT_NOT_DATE = re.compile(r"'str' object has no attribute '(?:strftime|year|month|day|to_period|date|weekday|"
                             r"quarter|isoformat)'")
+#: what pandas raises for `.resample()` on an index of text (dates never parsed or never made the index) or for
+#: the month frequency "M", which pandas 3 spells "ME" (six failed evolution scripts)
+_RESAMPLE = re.compile(r"Only valid with DatetimeIndex, TimedeltaIndex or PeriodIndex|Invalid frequency: M\b")
 #: what pd.to_datetime raises when a format= does not fit every value (files that write dates in other ways)
 _DATE_FORMAT = re.compile(r"time data .{0,80}? (?:doesn't|does not) match format|unconverted data remains")
 #: what pandas raises when a text column reaches a numeric operation (`df.corr()` over a frame with an id column,
@@ -456,7 +459,8 @@ _UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword 
 def pandas_notes(code: str, error: Any) -> str:
     """Notes for pandas slips a small model repeats as written, however often the error comes back: conditions
     combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, a `format=` that does
-    not fit every date (tables that write dates differently), a date method called on text, a text column in a
+    not fit every date (tables that write dates differently), a date method called on text, `.resample()` on
+    text dates or with pandas 3's retired "M", a text column in a
     numeric operation (the 1.5B model ran `df.corr()` over a joined frame with its id columns four times), and an
     argument a call does not take. '' otherwise."""
     text = ""
@@ -471,6 +475,8 @@ def pandas_notes(code: str, error: Any) -> str:
         text += "\n" + feedback("date formats")
     if _TEXT_NOT_DATE.search(raised):
         text += "\n" + feedback("text not a date")
+    if _RESAMPLE.search(raised):
+        text += "\n" + feedback("resample")
     if _TEXT_IN_NUMBERS.search(raised):
         text += "\n" + feedback("text in numbers")
     if m := _UNKNOWN_ARGUMENT.search(raised):
