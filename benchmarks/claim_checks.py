@@ -1,7 +1,7 @@
 """The validator's deterministic claim checks, replayed over the verified findings of finished evolution runs.
 
 For each verified node: what `claim_numbers.misreadings` (a change read the wrong way, a number put in the wrong
-month), `validator.unread_columns` on the goal (a column the goal asks about that the script never reads),
+month), `claim_numbers.unnumbered_comparisons` (a comparison stated without a number), `validator.unread_columns` on the goal (a column the goal asks about that the script never reads),
 `validator.outlier_clause` (rows dropped as outliers, unsaid) and `validator.unrecorded_issues` say of it today.
 No model call: it shows which findings of an earlier run the current checks would have sent back or revised, and
 that they leave the others alone.
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from worldsmith.agents.validator import outlier_clause, unread_columns, unrecorded_issues  # noqa: E402
 from worldsmith.app.evolve_tasks import open_store, read_node_run, read_result  # noqa: E402
-from worldsmith.core.claim_numbers import misreadings  # noqa: E402
+from worldsmith.core.claim_numbers import misreadings, unnumbered_comparisons  # noqa: E402
 from worldsmith.core.workspace_types import script_name  # noqa: E402
 
 
@@ -40,6 +40,7 @@ def main() -> int:
             script = store.read_bytes(node.id, script_name(node.id)).decode("utf-8")
             nr = read_node_run(run, node.id)
             found = {"misread": misreadings(result.conclusion, result.numbers),
+                     "comparison without numbers": unnumbered_comparisons(result.conclusion),
                      "goal column unread": unread_columns(nr.goal.goal if nr else node.goal, script, inputs),
                      "outliers unsaid": outlier_clause(node.conclusion, script),
                      "unrecorded": unrecorded_issues(result)}

@@ -32,6 +32,7 @@ from worldsmith.core.claim_numbers import (
     named_numbers,
     printed_numbers,
     unbacked_numbers,
+    unnumbered_comparisons,
 )
 from worldsmith.core.evolution_schemas import ExecutionResult, GoalPackage
 from worldsmith.core.result_lines import as_result_lines
@@ -248,10 +249,14 @@ def partly_ran(run: ExecResult, joined: bool) -> bool:
 
 def report_problems(draft: ResultDraft, stdout: str, goal: str = "") -> list[str]:
     """Numbers the conclusion states that the script did not print (numbers the goal itself states, years or
-    thresholds, may be repeated), and numbers it reads wrong (`claim_numbers.misreadings`)."""
+    thresholds, may be repeated), numbers it reads wrong (`claim_numbers.misreadings`), and comparisons it makes
+    without a number (`claim_numbers.unnumbered_comparisons`)."""
     bad = unbacked_numbers(draft.conclusion, printed_numbers(stdout) + named_numbers(goal))
+    bare = [f"the conclusion compares without a number ({s!r}): state the printed numbers it compares, or leave "
+            "the comparison out when the output did not print both sides"
+            for s in unnumbered_comparisons(draft.conclusion)]
     return ([f"the conclusion states {', '.join(bad)}, which the script did not print; use the printed numbers"]
-            if bad else []) + misreadings(draft.conclusion, parse_results(stdout))
+            if bad else []) + misreadings(draft.conclusion, parse_results(stdout)) + bare
 
 
 #: a line of prose: words with at most light punctuation, no code characters

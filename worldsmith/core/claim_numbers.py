@@ -130,3 +130,16 @@ def misreadings(claim: str, numbers: dict[str, float]) -> list[str]:
             out.append(f"the conclusion puts {m.group('n')} in {MONTHS[month - 1].capitalize()}, but the script "
                        f"printed it as RESULT {names[0]}")
     return out
+
+
+#: a comparison of two things: "higher … than", "larger for business compared to consumer", "more … versus"
+_COMPARISON = re.compile(r"\b(?:higher|lower|greater|smaller|larger|bigger|less|more|fewer)\b[^.;]{0,80}?"
+                         r"\b(?:than|compared (?:to|with)|relative to|versus|vs)\b", re.IGNORECASE)
+
+
+def unnumbered_comparisons(claim: str) -> list[str]:
+    """The sentences of `claim` that compare two things without stating a number: v15's node 7 printed the
+    consumers' mean income alone and concluded "The mean income of consumer segments is higher than the mean
+    income of business segments" (it is lower), and a claim with no number passes every check of its numbers."""
+    sentences = re.split(r"(?<=[.!?])\s+", claim.strip())
+    return [s for s in sentences if _COMPARISON.search(s) and not stated_numbers(s)]

@@ -51,3 +51,18 @@ def test_a_claim_that_reads_its_own_numbers_wrong() -> None:
     assert misreadings("The mean was 56.98 in July.", {"web_mean": 56.98}) == []  # a name without a month
     assert misreadings("Orders grew from 6335.57 in July to 6634.01 in December.",  # v14's node 3, read right
                        {"monthly_mean_2024-07": 6335.57, "monthly_mean_2024-12": 6634.01}) == []
+
+
+def test_a_comparison_without_a_number_is_found() -> None:
+    """v15's node 7 printed the consumers' mean income alone and concluded, wrongly, that it is higher than the
+    business segment's; no number in the sentence, so no number check could refuse it."""
+    from worldsmith.core.claim_numbers import unnumbered_comparisons
+
+    claim = ("The mean basket size is higher for the business segment compared to the consumer segment. The mean "
+             "income of consumer segments is higher than the mean income of business segments.")
+    assert unnumbered_comparisons(claim) == [
+        "The mean basket size is higher for the business segment compared to the consumer segment.",
+        "The mean income of consumer segments is higher than the mean income of business segments."]
+    assert unnumbered_comparisons("Business baskets are larger than consumer ones (3.32 against 1.92).") == []
+    assert unnumbered_comparisons("The monthly mean of amount fell from 62.69 in January to 53.72 in December.") == []
+    assert unnumbered_comparisons("The correlation is weak; more data would help.") == []

@@ -70,6 +70,21 @@ async def test_failing_scripts_and_unbacked_numbers_are_sent_back(scripted_llm, 
                           "the conclusion states 75, which the script did not print; use the printed numbers"]
 
 
+async def test_a_conclusion_comparing_without_numbers_is_sent_back(scripted_llm, data: Path, tmp_path: Path,
+                                                                   sandbox_config) -> None:
+    """v15's node 7: "The mean income of consumer segments is higher than the mean income of business segments",
+    with only the consumers' mean printed (and it is the lower one)."""
+    script, llm = scripted_llm
+    bare = {**REPORT, "conclusion": "South sold more in total than north."}
+    script.queue(TURN, bare, REPORT)
+    out = await execute(llm, GOAL, node=6, workdir=tmp_path / "n6", inputs=[data / "sales.csv"],
+                        sandbox=sandbox_config)
+    assert out.value.status == "completed" and out.value.conclusion == REPORT["conclusion"]
+    assert out.errors == ["the conclusion compares without a number ('South sold more in total than north.'): state "
+                          "the printed numbers it compares, or leave the comparison out when the output did not "
+                          "print both sides"]
+
+
 async def test_a_script_that_printed_its_numbers_before_failing_is_told_to_keep_them(
         scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
     script, llm = scripted_llm
