@@ -164,6 +164,10 @@ def _schema_text() -> str:
 
 #: a call written as code in backticks: `df.groupby("x")`, `pd.merge(`
 _CODE_CALL = re.compile(r"`[^`]*\w\([^`]*`")
+#: a software library: which one a solver used is no quality of its analysis (v15: "The script used the `pandas`
+#: library to compute the correlation", kept as a preference)
+_LIBRARY = re.compile(r"\b(?:pandas|numpy|scipy|statsmodels|sklearn|scikit-learn|matplotlib|seaborn|polars|duckdb|"
+                      r"openpyxl)\b", re.IGNORECASE)
 
 
 def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str) -> str | None:
@@ -185,6 +189,8 @@ def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str
         return "it is cut off (a backtick is never closed)"
     if m := _CODE_CALL.search(c.text):
         return f"it asks for a piece of the solver's code ({m.group(0)}), which a deliverable need not show"
+    if m := _LIBRARY.search(c.text):
+        return f"it asks which software the solver used ({m.group(0)}), which is no quality of the analysis"
     if text in _norm(instructions):
         return "it copies the instructions given to you"
     if _words(text) >= COPIED_WORDS and text in _norm(copied_from):

@@ -143,12 +143,16 @@ def test_criteria_on_the_solvers_code_or_cut_off_mid_code_are_dropped() -> None:
         crit("5", "Calculates the correlation with `df['amount'].corr(df['income'])`", dim="method"),
         crit("6", "Prints the result of the correlation between the `amount` and `df.gr", dim="presentation"),
         crit("c", "Says that larger discounts go with slightly smaller order amounts", dim="insight"),
-        crit("m", "Computes the correlation over every 2023 order as recorded", dim="method")]})
+        crit("m", "Computes the correlation over every 2023 order as recorded", dim="method"),
+        # v15: a preference on the library, which a correct report written with any tool would fail
+        crit("7", "The script used the `pandas` library to compute the correlation between the `amount` and "
+                  "`income` columns.", dim="method", type="preference")]})
     draft, problems, notes = screened(p, instructions="", task=RETURNS_TASK, ground_truth=RETURNS_TRUTH,
                                       cards=RETURNS_CARDS)
     assert problems == [] and [c.id for c in draft.criteria] == ["1", "c", "m"]
-    assert [n.split(":")[0] for n in notes] == ["dropped 4", "dropped 5", "dropped 6"]
+    assert [n.split(":")[0] for n in notes] == ["dropped 4", "dropped 5", "dropped 6", "dropped 7"]
     assert "a backtick is never closed" in notes[0] and "(`df['amount'].corr(df['income'])`)" in notes[1]
+    assert "which software the solver used (pandas)" in notes[3]
 
 
 def test_a_criterion_restating_a_solvers_conclusion_is_evidence_not_a_copy() -> None:
