@@ -231,3 +231,55 @@ async def test_a_finding_that_restates_its_parents_numbers_makes_no_second_task(
     assert "1 of 1 targets written" in report and f"| 2 | 1 | deepen | closed_form | answer_tags | " \
         f"`{made.outcomes[0].task_id}` | not sampled |" in report
     assert "- node 3: every number its finding states is one node 2 stated already" in report
+
+
+async def test_a_result_name_that_is_no_word_is_asked_as_a_word_tag_and_the_oracle_prints_it(tmp_path: Path) -> None:
+    """v15: the first RESULT of a monthly-means node was `mean_2023-01`; `@mean_2023-01[…]` is no answer tag, and
+    the synthesis of the whole run crashed on it."""
+    from tests.evolution.evolve_kit import SCRIPT, SPEC
+
+    class Monthly(Player):
+        def __call__(self, req):
+            if "exact specification of one number" in req.messages[0]["content"]:
+                return {**SPEC, "name": "mean_2023-01"}
+            return super().__call__(req)
+
+    script = SCRIPT.replace("print(f'RESULT mean = ", "print(f'RESULT mean_2023-01 = ")
+    _, rt = scripted_runtime(tmp_path, Monthly([("expand", [("deepen", "What is the average sale amount?")])],
+                                               script=script))
+    run, _ = await run_evolution(rt, make_data(tmp_path / "data"), config=EvolveConfig(
+        budget=EvolveBudget(steps=1, max_depth=3)), out=tmp_path / "run")
+    summary = await synthesize_tasks(rt, run.path, n=1, samples=0)
+    [made] = summary.outcomes
+    assert made.status == "written" and made.kind == "closed_form", made.reason
+    task = TaskCollection(run.path / "tasks").read(made.task_id)
+    assert task.deliverable.answer_names == ["mean_2023_01"] and task.answers[0].name == "mean_2023_01"
+    assert "@mean_2023_01[" in task.instruction and "@mean_2023-01" not in task.instruction
+    pkg = run.path / "tasks" / "tasks" / made.task_id
+    work = tmp_path / "oracle"
+    work.mkdir()
+    (work / "data").symlink_to(pkg / "environment" / "data")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    solved = await asyncio.to_thread(subprocess.run, ["bash", str(pkg / "solution" / "solve.sh"), str(work)],
+                                     capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert solved.returncode == 0 and solved.stdout.strip() == "@mean_2023_01[30.0]", solved.stderr
+
+
+async def test_a_target_that_fails_unexpectedly_is_recorded_and_the_others_are_written(
+        evolved, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One target's bug lost every task of v15's synthesis (the run died at its fourth target)."""
+    from worldsmith.app import evolve_tasks
+
+    _script, rt, run_dir = evolved
+    real = evolve_tasks._closed_form
+
+    async def broken(rt, node, *args, **kwargs):
+        if node.id == 2:
+            raise ValueError("a bug in one target")
+        return await real(rt, node, *args, **kwargs)
+
+    monkeypatch.setattr(evolve_tasks, "_closed_form", broken)
+    summary = await synthesize_tasks(rt, run_dir, n=3, samples=0)
+    assert [(o.node, o.status) for o in summary.outcomes] == [(2, "dropped"), (3, "written"), (4, "written")]
+    assert summary.outcomes[0].reason == "synthesis failed: ValueError: a bug in one target"
+    assert json.loads((run_dir / "tasks" / "synthesis.json").read_text())["outcomes"][0]["status"] == "dropped"

@@ -13,6 +13,7 @@ are kept for training with their scores, and the pass rate is recorded on the ta
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import shutil
 import tempfile
@@ -49,6 +50,8 @@ from worldsmith.graphs.evolve_ops import open_store, read_node_run
 from worldsmith.graphs.runtime import GraphRuntime
 from worldsmith.tools.files import profile_workspace
 from worldsmith.tools.sandbox import open_sandbox
+
+log = logging.getLogger(__name__)
 
 TASKS_DIR = "tasks"
 ROOT_EXPORT = "tasks_root"
@@ -103,7 +106,7 @@ async def replay_path(rt: GraphRuntime, root_dir: Path, scripts: list[tuple[str,
     with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
         async with open_sandbox(rt.settings.sandbox, workspace=Path(tmp), inputs=[root_dir / syn.DATA]) as sb:
             run = await sb.run(code)
-    found = re.search(rf"@{re.escape(name)}\[([^\]]+)\]", run.stdout)
+    found = re.search(rf"@{re.escape(syn.answer_tag(name))}\[([^\]]+)\]", run.stdout)
     if not run.ok or found is None:
         return None, run.to_observation(600)
     return float(found.group(1)), ""
@@ -186,7 +189,7 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
                                    root=root_dir)
     if spec.value is None:
         return None, "no answer spec passed the lint: " + "; ".join(dict.fromkeys(spec.errors[-3:]))
-    f = spec.value
+    f = spec.value.model_copy(update={"name": syn.answer_tag(name)})  # the tag the task asks for: a word
     exact, _ = await asyncio.to_thread(spec_value, f, root_dir)
     kept_all = syn.as_recorded([code for _, code in scripts])
     if exact is None and kept_all:
@@ -196,13 +199,13 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
         f = f.model_copy(update={"population": recorded_population(f.population)})
     if exact is None:
         f = script_method(f, scripts[-1][1])
-    answer = AnswerSpec(name=name, value=round((value if exact is None else exact) * f.factor, 9),
+    answer = AnswerSpec(name=f.name, value=round((value if exact is None else exact) * f.factor, 9),
                         tolerance=answer_tolerance(f.decimals, exact is not None), unit=f.grading_unit,
                         description=f.aggregation, spec=f)
     recorded = kept_all or AS_RECORDED in f.population
     return {"kind": "closed_form", "instruction": syn.instruction(goal, reqs, "answer_tags", render_answer_spec(f),
                                                                   link=link, recorded=recorded),
-            "deliverable": DeliverableSpec(format="answer_tags", answer_names=[name]), "answers": [answer],
+            "deliverable": DeliverableSpec(format="answer_tags", answer_names=[f.name]), "answers": [answer],
             "solution": syn.solution_code(scripts, name, f.factor, f.decimals)}, ""
 
 
@@ -236,6 +239,60 @@ async def _report(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.Requir
         validated.dropped
 
 
+async def _target(rt: GraphRuntime, run_dir: Path, store: Any, coll: TaskCollection, node: Node, i: int,
+                  result: ExecutionResult, profile: Any, ref: Any, root_dir: Path, files: list[str], samples: int,
+                  kept_file: Path, on_event: Callable[[dict[str, Any]], None] | None) -> TaskOutcome:
+    """The task of one target node (written, or dropped with the reason), rejection-sampled `samples` times."""
+    path = await asyncio.to_thread(store.graph.path_to_root, node.id)
+    runs = {p.id: r for p in path if (r := read_node_run(run_dir, p.id)) is not None}
+    reqs = syn.requirements(path, runs)
+    goal = runs[node.id].goal.goal if node.id in runs else node.goal
+    scripts = [(script_name(p.id), store.read_bytes(p.id, script_name(p.id)).decode("utf-8"))
+               for p in path if p.mode != "root"]
+    fmt = syn.choose_deliverable(i, result.numbers)
+    link = syn.link_line(profile, [code for _, code in scripts])
+    base = TaskOutcome(node=node.id, depth=node.depth, mode=node.mode, status="dropped")
+    dropped: list[str] = []
+    made, why = None, ""
+    if fmt == "answer_tags":
+        made, why = await _closed_form(rt, node, goal, reqs, result, scripts, root_dir, files, link)
+        if made is None:  # the number cannot be asked in closed form: ask for a report instead
+            fmt = "markdown"
+    if made is None:
+        task_id = _task_id(run_dir, node, "report")
+        # a link line names the joined files already
+        data = "" if link or not scripts else syn.data_line(profile, goal, scripts[-1][1])
+        made, why2, dropped = await _report(rt, node, goal, reqs, fmt, scripts, root_dir, task_id, link, data)
+        why = "; ".join(w for w in (why, why2) if w)
+    if made is None:
+        _note(on_event, {"type": "task", "node": node.id, "status": "dropped", "reason": why})
+        return base.model_copy(update={"reason": why, "rubric_dropped": dropped})
+    task = Task(id=_task_id(run_dir, node, made["kind"]), kind=made["kind"], instruction=made["instruction"],
+                workspace=ref, deliverable=made["deliverable"], answers=made.get("answers", []),
+                rubric=made.get("rubric"), category=node.mode, tags=["evolution", f"depth{node.depth}"],
+                provenance=Provenance(source="evolution", evolution_path=[str(p.id) for p in path],
+                                      produced_by=["evolution",
+                                                   "engine:replay" if made["solution"] else "dual-evidence"]),
+                difficulty=Difficulty(level=_level(node.depth), evolution_depth=node.depth),
+                metadata={"evolution": {"run": run_dir.name, "node": node.id, "finding": f"f{node.id}",
+                                        "verdict": node.status, "evidence": node.conclusion, "depth": node.depth,
+                                        "modes": [p.mode for p in path],
+                                        "requirements": [f"{r.kind}: {r.text or 'the question'}" for r in reqs]}})
+    await asyncio.to_thread(coll.add, task, files_root=root_dir, solution_code=made["solution"],
+                            group=ref.content_hash, overwrite=True)
+    passed, scores = (await rejection_sample(rt, coll, task, samples, kept_file)
+                      if samples else (0, []))
+    if samples:
+        task = task.model_copy(update={"difficulty": task.difficulty.model_copy(update={
+            "pass_rate": passed / samples, "n_attempts": samples})})
+        await asyncio.to_thread(coll.add, task, files_root=root_dir, solution_code=made["solution"],
+                                group=ref.content_hash, overwrite=True)
+    _note(on_event, {"type": "task", "node": node.id, "status": "written", "task": task.id, "passed": passed})
+    return base.model_copy(update={"task_id": task.id, "kind": task.kind, "deliverable": fmt, "status": "written",
+                                   "reason": why, "rubric_dropped": dropped, "samples": samples, "passed": passed,
+                                   "scores": scores})
+
+
 async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, samples: int = 2,
                            on_event: Callable[[dict[str, Any]], None] | None = None) -> SynthesisSummary:
     """Package up to ``n`` tasks from the run's verified nodes into ``RUN/tasks`` (Harbor layout + index.jsonl)."""
@@ -263,55 +320,16 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
     repeats = syn.restated(nodes, {i: r.numbers for i, r in results.items()})
     for i, node in enumerate(syn.pick_targets([x for x in nodes if x.id in results and x.id not in unchecked
                                                and x.id not in repeats], n)):
-        path = await asyncio.to_thread(store.graph.path_to_root, node.id)
-        runs = {p.id: r for p in path if (r := read_node_run(run_dir, p.id)) is not None}
-        reqs = syn.requirements(path, runs)
-        result = results[node.id]
-        goal = runs[node.id].goal.goal if node.id in runs else node.goal
-        scripts = [(script_name(p.id), store.read_bytes(p.id, script_name(p.id)).decode("utf-8"))
-                   for p in path if p.mode != "root"]
-        fmt = syn.choose_deliverable(i, result.numbers)
-        link = syn.link_line(profile, [code for _, code in scripts])
         base = TaskOutcome(node=node.id, depth=node.depth, mode=node.mode, status="dropped")
-        dropped: list[str] = []
-        made, why = None, ""
-        if fmt == "answer_tags":
-            made, why = await _closed_form(rt, node, goal, reqs, result, scripts, root_dir, files, link)
-            if made is None:  # the number cannot be asked in closed form: ask for a report instead
-                fmt = "markdown"
-        if made is None:
-            task_id = _task_id(run_dir, node, "report")
-            # a link line names the joined files already
-            data = "" if link or not scripts else syn.data_line(profile, goal, scripts[-1][1])
-            made, why2, dropped = await _report(rt, node, goal, reqs, fmt, scripts, root_dir, task_id, link, data)
-            why = "; ".join(w for w in (why, why2) if w)
-        if made is None:
-            outcomes.append(base.model_copy(update={"reason": why, "rubric_dropped": dropped}))
+        try:
+            outcome = await _target(rt, run_dir, store, coll, node, i, results[node.id], profile, ref, root_dir,
+                                    files, samples, kept_file, on_event)
+        except Exception as exc:  # noqa: BLE001 - one target's bug must not lose the others: recorded, not hidden
+            why = f"synthesis failed: {type(exc).__name__}: {exc}"
+            log.exception("task from node %s: %s", node.id, why)
+            outcome = base.model_copy(update={"reason": why})
             _note(on_event, {"type": "task", "node": node.id, "status": "dropped", "reason": why})
-            continue
-        task = Task(id=_task_id(run_dir, node, made["kind"]), kind=made["kind"], instruction=made["instruction"],
-                    workspace=ref, deliverable=made["deliverable"], answers=made.get("answers", []),
-                    rubric=made.get("rubric"), category=node.mode, tags=["evolution", f"depth{node.depth}"],
-                    provenance=Provenance(source="evolution", evolution_path=[str(p.id) for p in path],
-                                          produced_by=["evolution", "engine:replay" if made["solution"] else "dual-evidence"]),
-                    difficulty=Difficulty(level=_level(node.depth), evolution_depth=node.depth),
-                    metadata={"evolution": {"run": run_dir.name, "node": node.id, "finding": f"f{node.id}",
-                                            "verdict": node.status, "evidence": node.conclusion, "depth": node.depth,
-                                            "modes": [p.mode for p in path],
-                                            "requirements": [f"{r.kind}: {r.text or 'the question'}" for r in reqs]}})
-        await asyncio.to_thread(coll.add, task, files_root=root_dir, solution_code=made["solution"],
-                                group=ref.content_hash, overwrite=True)
-        passed, scores = (await rejection_sample(rt, coll, task, samples, kept_file)
-                          if samples else (0, []))
-        if samples:
-            task = task.model_copy(update={"difficulty": task.difficulty.model_copy(update={
-                "pass_rate": passed / samples, "n_attempts": samples})})
-            await asyncio.to_thread(coll.add, task, files_root=root_dir, solution_code=made["solution"],
-                                    group=ref.content_hash, overwrite=True)
-        outcomes.append(base.model_copy(update={"task_id": task.id, "kind": task.kind, "deliverable": fmt,
-                                                "status": "written", "reason": why, "rubric_dropped": dropped,
-                                                "samples": samples, "passed": passed, "scores": scores}))
-        _note(on_event, {"type": "task", "node": node.id, "status": "written", "task": task.id, "passed": passed})
+        outcomes.append(outcome)
     summary = SynthesisSummary(run=str(run_dir), tasks_dir=str(tasks_dir), outcomes=outcomes,
                                pass_rate_by_depth=pass_rate_by_depth(outcomes),
                                kept_trajectories=sum(o.passed for o in outcomes), unchecked=unchecked,

@@ -281,7 +281,7 @@ scripts run in this process (runpy), in a scratch folder beside data/."""
 import contextlib, io, os, re, runpy
 
 SCRIPTS = {scripts}
-NAME, FACTOR, DECIMALS = {name!r}, {factor!r}, {decimals!r}
+NAME, TAG, FACTOR, DECIMALS = {name!r}, {tag!r}, {factor!r}, {decimals!r}
 RESULT = re.compile({pattern!r}, re.MULTILINE)
 
 data = os.path.abspath("{data}")
@@ -306,14 +306,21 @@ values = [float(v) for k, v in RESULT.findall(out) if k == NAME]
 if not values:
     raise SystemExit(f"the last script printed no RESULT {{NAME}}")
 value = values[-1] * FACTOR
-print(f"@{{NAME}}[{{round(value, DECIMALS) if DECIMALS is not None else value}}]")
+print(f"@{{TAG}}[{{round(value, DECIMALS) if DECIMALS is not None else value}}]")
 '''
 
 
+def answer_tag(name: str) -> str:
+    """The answer tag of a RESULT name: a tag is a word (`@name[value]`), a RESULT name may hold dashes or dots
+    (v15's `mean_2023-01` crashed the synthesis of a run)."""
+    return re.sub(r"\W+", "_", name).strip("_") or "value"
+
+
 def solution_code(scripts: list[tuple[str, str]], name: str, factor: float = 1.0, decimals: int | None = None) -> str:
-    """solve.py: the path's scripts (root first, target last) replayed in one folder over ``data/``."""
-    return _SOLVE.format(scripts=json.dumps(scripts, indent=1), name=name, factor=factor, decimals=decimals,
-                         pattern=RESULT_PATTERN, data=DATA)
+    """solve.py: the path's scripts (root first, target last) replayed in one folder over ``data/``; it prints the
+    last script's RESULT `name` as the answer tag (`answer_tag`)."""
+    return _SOLVE.format(scripts=json.dumps(scripts, indent=1), name=name, tag=answer_tag(name), factor=factor,
+                         decimals=decimals, pattern=RESULT_PATTERN, data=DATA)
 
 
 # --------------------------------------------------------------------------------------------- rubric mapping
