@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from worldsmith.core.claim_numbers import parse_results
-from worldsmith.core.result_lines import as_result_lines
+from worldsmith.core.result_lines import HELPER, as_result_lines
 
 # the two v13 solver scripts that printed the right numbers their own way (trimmed to their prints)
 SCRIPT = """import statistics  # the join — kept as written
@@ -41,7 +41,8 @@ def test_labelled_prints_become_result_lines_at_full_precision() -> None:
         assert line in out.splitlines()
     # only the rewritten calls changed: comments and the rest are as written
     assert "import statistics  # the join — kept as written" in new and "# the teacher's print" in new
-    kept = [a for a, b in zip(SCRIPT.splitlines(), new.splitlines()) if a == b]
+    assert new.startswith(HELPER)  # the rewritten prints call it
+    kept = [a for a, b in zip(SCRIPT.splitlines(), new.removeprefix(HELPER).splitlines()) if a == b]
     assert len(kept) == len(SCRIPT.splitlines()) - 3
 
 
@@ -69,3 +70,28 @@ def test_a_label_printed_alone_then_its_value_on_the_next_line_become_one_result
     assert parse_results(out) == {"Correlation_between_Amount_and_Income": 0.3720349515530092, "mean_of_three": 7 / 3}
     assert "RESULT Means_by_month = {'a': 1}" in out.splitlines()  # not a number: no RESULT value parsed from it
     assert "Header:" in out.splitlines() and "just a heading:" in out.splitlines() and "a text" in out.splitlines()
+
+
+def test_a_table_printed_after_its_label_becomes_one_result_line_a_row() -> None:
+    """v15's teacher printed `print("RESULT mean_income_by_segment =", frame)` with a frame of segments and their
+    means, three times, and was lost for printing no RESULT line. The values are checked against plain pandas."""
+    script = ('''from __future__ import annotations
+import pandas as pd
+df = pd.DataFrame({"segment": ["business", "consumer", "business", "small biz"], "income": [50.0, 40.0, 70.0, 9.0]})
+frame = df.groupby("segment")["income"].mean().reset_index(name="mean_income")
+print("RESULT mean_income_by_segment =", frame)
+print("medians:", df.groupby("segment")["income"].median())
+print("overall:", df["income"].mean())
+print("wide:", df.assign(units=1.0).describe())
+''')
+    new, n = as_result_lines(script)
+    assert n == 4 and new.startswith("from __future__ import annotations\n" + HELPER)
+    out = _run(new)
+    import pandas as pd
+
+    df = pd.DataFrame({"segment": ["business", "consumer", "business", "small biz"], "income": [50.0, 40.0, 70.0, 9.0]})
+    means, medians = df.groupby("segment")["income"].mean(), df.groupby("segment")["income"].median()
+    assert parse_results(out) == {
+        **{f"mean_income_by_segment_{k.replace(' ', '_')}": v for k, v in means.items()},
+        **{f"medians_{k.replace(' ', '_')}": v for k, v in medians.items()}, "overall": df["income"].mean()}
+    assert "RESULT wide =" in out  # a table of numbers only: printed as it was, no number parsed from it

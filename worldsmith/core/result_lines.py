@@ -5,7 +5,8 @@ often computes the right numbers and prints them its own way — `print("basket_
 `print(f"segment {segment} = {mean:.2f}")` — then, told to use RESULT lines, rewrites the same script or
 answers in prose (v13: two of the dual-evidence solvers that failed had printed the right numbers). The prints
 of a label and one value (or of a label alone and, on the next line, one value) are rewritten here, by syntax,
-into RESULT prints of the same expression at full precision; the caller re-runs the script and keeps the rewrite only when it printed RESULT lines. Nothing is
+into RESULT prints of the same expression at full precision (a Series or a two-column table of labels and values
+one line per row: `HELPER`, put at the top); the caller re-runs the script and keeps the rewrite only when it printed RESULT lines. Nothing is
 guessed from the output: a rewritten line prints whatever the model's expression computes.
 """
 
@@ -31,8 +32,27 @@ def _name_part(value: ast.expr) -> ast.expr:
                     args=[ast.Constant(" "), ast.Constant("_")], keywords=[])
 
 
+#: put at the top of a rewritten script: a labelled value printed as RESULT lines, a table one line per row
+HELPER = '''def _result_lines(name, value):
+    """(worldsmith) RESULT lines of a labelled value: one per row of a Series, or of a two-column table of labels
+    and values; else one line."""
+    columns = list(getattr(value, "columns", []))
+    if len(columns) == 1:
+        value = value[columns[0]]
+    elif len(columns) == 2 and value[columns[0]].dtype.kind not in "biufc":
+        value = value.set_index(columns[0])[columns[1]]
+    if hasattr(value, "index") and hasattr(value, "items") and not hasattr(value, "columns"):
+        for key, item in value.items():
+            print(f"RESULT {name}_{str(key).replace(' ', '_')} = {item}")
+    else:
+        print(f"RESULT {name} = {value}")
+
+
+'''
+
+
 def _result_print(name: list[ast.expr], value: ast.expr) -> ast.Call | None:
-    """`print(f"RESULT {name} = {value}")`, or None when the name has no word in it."""
+    """`_result_lines(f"{name}", value)` (`HELPER`), or None when the name has no word in it."""
     parts: list[ast.expr] = []
     for p in name:
         if isinstance(p, ast.Constant):
@@ -48,10 +68,9 @@ def _result_print(name: list[ast.expr], value: ast.expr) -> ast.Call | None:
         parts[0] = ast.Constant(parts[0].value.lstrip("_"))
     if isinstance(parts[-1], ast.Constant):
         parts[-1] = ast.Constant(parts[-1].value.rstrip("_"))
-    body: list[ast.expr] = [ast.Constant("RESULT "), *[p for p in parts if not (isinstance(p, ast.Constant)
-                                                                                  and not p.value)],
-                            ast.Constant(" = "), ast.FormattedValue(value=value, conversion=-1, format_spec=None)]
-    return ast.Call(func=ast.Name(id="print", ctx=ast.Load()), args=[ast.JoinedStr(values=body)], keywords=[])
+    body: list[ast.expr] = [p for p in parts if not (isinstance(p, ast.Constant) and not p.value)]
+    return ast.Call(func=ast.Name(id="_result_lines", ctx=ast.Load()), args=[ast.JoinedStr(values=body), value],
+                    keywords=[])
 
 
 def _rewritten(call: ast.Call) -> ast.Call | None:
@@ -62,7 +81,8 @@ def _rewritten(call: ast.Call) -> ast.Call | None:
         label, value = call.args
         if isinstance(label, ast.Constant) and isinstance(label.value, str) and _SEP.search(label.value) \
                 and not isinstance(value, (ast.Constant, ast.JoinedStr)):
-            return _result_print([ast.Constant(_SEP.sub("", label.value))], value)
+            # "RESULT name =" and a table after it (v15's teacher printed a frame of segment means that way)
+            return _result_print([ast.Constant(re.sub(r"^\s*RESULT\b", "", _SEP.sub("", label.value)))], value)
         return None
     if len(call.args) != 1 or not isinstance(call.args[0], ast.JoinedStr):
         return None
@@ -129,4 +149,8 @@ def as_result_lines(script: str) -> tuple[str, int]:
                                   ast.unparse(ast.fix_missing_locations(new)).encode("utf-8")))
     for begin, end, text in sorted(edits, reverse=True):  # the spans are disjoint: a pair's prints are no single one
         source = source[:begin] + text + source[end:]
+    if edits:  # the helper the rewritten prints call, after any `from __future__` import (those must come first)
+        first = next((s for s in tree.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")), None)
+        at = starts[first.lineno - 1] if first is not None else len(source)
+        source = source[:at] + HELPER.encode("utf-8") + source[at:]
     return source.decode("utf-8"), len(edits)
