@@ -267,6 +267,12 @@ def test_a_verified_spec_is_pinned_to_its_one_reading(root: Path) -> None:
     assert pinned(mean, root, 200.0).population == f"every customer; {AS_RECORDED}"
     # a spec whose value is not the printed one (or not computed here) keeps its words
     assert pinned(mean, root, 123.0).population == "every customer"
+    # v15: a mean over January's rows whose measure the writer described as "the total amount of orders in each
+    # month"; a column's own description stays
+    monthly = spec(measure={"variable": "income", "description": "The total income of customers in each month",
+                            "files": ["data/crm.csv"], "unit": "USD"})
+    assert pinned(monthly, root, 123.0).measure.description == ""
+    assert pinned(spec(), root, 123.0).measure.description == "income"
     spearman = corr.model_copy(update={"aggregation": "Spearman rank correlation"})
     assert pinned(spearman, root, 0.5).aggregation == "Spearman rank correlation"
     # what a closed form not recomputed here (a filter on a linked table) gets when its path kept every row

@@ -348,6 +348,10 @@ def _x_within(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets 
     return hits[0] if len(hits) == 1 else None
 
 
+#: words of a computation, not of what one row records: a measure's description with them is dropped
+_AGGREGATE_WORDS = re.compile(r"\b(?:each|per|every)\s+(?:month|year|day|week|quarter|group|segment|region|channel)\b"
+                              r"|\b(?:monthly|yearly|annual|daily|weekly|average|mean|median|sum|totals?)\b",
+                              re.IGNORECASE)
 _METHOD = re.compile(r"pearson|spearman|kendall|rank|least[- ]squares|ols|regression", re.IGNORECASE)
 #: how the rows are read when the spec computed the printed number from the files as they are
 AS_RECORDED = "every row of the file as recorded (repeated records are kept, no value is converted)"
@@ -358,10 +362,17 @@ def pinned(facets: AnswerFacets, root: Path, printed: float) -> AnswerFacets:
     coefficient (a 'fraction between 0 and 1' cannot be negative), the method is named (Pearson's r, the least-
     squares slope: a Spearman reading gave 0.795 for an expected 0.829), and when the spec computes the printed
     number from the files as they are, the population says so (the memo's "the first row counts" reading moved a
-    mean from 2.119 to 2.137, outside its tolerance). Unchanged when the spec's value is not computed here."""
+    mean from 2.119 to 2.137, outside its tolerance) — these two only when the spec's value is computed here; and a
+    measure described by an aggregate loses the description (v15: "The total amount of orders in each month" for
+    one month's mean)."""
     update: dict[str, object] = {}
     if facets.quantity in ("correlation", "lagged_correlation", "partial_correlation") and facets.scale != "coefficient":
         update["scale"] = "coefficient"
+    # a measure described by an aggregate ("The total amount of orders in each month" for a mean of amount over
+    # January's rows: v15) reads as another quantity; a column's description says what one row records
+    measures = {k: m for k in ("measure", "x") if (m := getattr(facets, k)) is not None
+                and _AGGREGATE_WORDS.search(m.description or "")}
+    update.update({k: m.model_copy(update={"description": ""}) for k, m in measures.items()})
     value, problems = spec_value(facets, root)
     if value is None or problems or not math.isclose(value, printed, rel_tol=1e-3, abs_tol=1e-9):
         return facets.model_copy(update=update)
