@@ -239,6 +239,12 @@ def test_unshown_numbers_by_hand() -> None:
     assert unshown("@gap[24164.6]", ["gap"], cells) is not None  # the difference was never printed
     assert unshown("@gap[10253]", ["gap"], cells).detail == "@gap[10253]"
     assert unshown("@mean[85349]", ["mean"], cells) is None  # 85349.2 at the answer's precision
+    # v15's teacher printed r = 0.8462576394538522 and answered 0.84 three times: cut, not rounded
+    r = [Cell(code="print(r)", ok=True, observation="0.8462576394538522")]
+    assert unshown("@r[0.84]", ["r"], r).detail == (
+        "@r[0.84] (the printed 0.8462576394538522 rounds to 0.85 at 2 decimal places)")
+    assert unshown("@r[0.85]", ["r"], r) is None
+    assert unshown("@r[0.71]", ["r"], r).detail == "@r[0.71]"  # not a rounding of anything printed
     assert unshown("@mean[85349.2]", ["mean"], cells) is None
     assert unshown("@mean[85349.9]", ["mean"], cells) is not None  # not within half its last place (0.05)
     assert unshown("@n[3]", ["n"], cells) is None  # a small whole number is a count or a label: not checked

@@ -241,11 +241,25 @@ def unshown(answer: str, names: Sequence[str], cells: Sequence[Cell]) -> Finding
     printed = [x for c in cells if c.ok for x in printed_numbers(c.observation)]
     got = {n: v.strip() for n, v in extract_answers(answer).items()}
     # read as a percentage, so a fraction printed for it backs it too (claim_numbers.backs)
-    missing = [f"@{n}[{got[n]}]" for n in names if n in got and parse_number(got[n]) is not None
+    missing = [f"@{n}[{got[n]}]" + _misrounded(got[n], printed) for n in names if n in got
+               and parse_number(got[n]) is not None
                and unbacked_numbers(got[n] if got[n].endswith("%") else got[n] + "%", printed)]
     if not missing:
         return None
     return Finding("unshown", ", ".join(missing))
+
+
+def _misrounded(text: str, printed: Sequence[float]) -> str:
+    """' (the printed P rounds to R)' when the answer is a printed number cut, not rounded, to its decimals (v15's
+    teacher printed r = 0.8462576 and answered 0.84 three times); '' otherwise."""
+    value = parse_number(text)
+    if value is None or text.endswith("%"):
+        return ""
+    places = len(text.split(".")[1]) if "." in text else 0
+    for p in printed:
+        if abs(p - value) < 10 ** -places and round(p, places) != round(value, places):
+            return f" (the printed {p} rounds to {round(p, places):.{places}f} at {places} decimal places)"
+    return ""
 
 
 def needs_facts(question: str, names: Sequence[str]) -> bool:
