@@ -261,6 +261,12 @@ def test_the_link_line_comes_from_the_targets_script_not_its_prerequisites(tmp_p
     assert "orders_2023" not in line
     both = "o = pd.concat([pd.read_csv('orders_2023.csv'), pd.read_csv('orders_2024.csv')]); pd.read_csv('crm.csv')"
     assert "`data/orders_2023.csv` and `data/orders_2024.csv`" in link_line(ws, [prerequisite, both])
+    # v15: a target reading the orders alone below a crm question needs no link; one reading a file its parent
+    # wrote may need the join upstream of it
+    crm_question = "c = pd.read_csv('crm.csv')\nprint(c.groupby('segment').income.mean())"
+    assert link_line(ws, [crm_question, "o = pd.read_csv('orders_2023.csv')"]) == ""
+    assert "belongs to at most one row of `data/crm.csv`" in link_line(
+        ws, [prerequisite + "\njoined.to_csv('joined.csv')", "j = pd.read_csv('joined.csv')"])
 
 
 def test_a_report_whose_question_names_no_file_names_the_files_its_script_read(tmp_path) -> None:

@@ -193,6 +193,16 @@ def task_question(goal: str) -> str:
     return rest[0].upper() + rest[1:]
 
 
+#: a data file a script names in quotes: 'orders_2023.csv', "data/crm.xlsx", 'joined.csv.gz'
+_QUOTED_FILE = re.compile(r"""['"]([^'"\n]+\.(?:csv|tsv|xlsx|xls|jsonl|json|parquet)(?:\.gz)?)['"]""", re.IGNORECASE)
+
+
+def _reads_intermediate(ws: WorkspaceProfile, script: str) -> bool:
+    """Whether `script` reads a data file that is none of the root's tables (one a parent node wrote)."""
+    root = {Path(t.file).name for t in ws.tables}
+    return any(Path(f).name not in root for f in _QUOTED_FILE.findall(script))
+
+
 def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
     """How the two tables the path joins link, when its scripts read exactly two tables the profile links by a key
     unique on one side or by an id and a date together (`tools/files/join_code.plan_join`, the join the executor
@@ -201,7 +211,11 @@ def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
     guess (v9's join matched `order_id` with `order_id`, one written `O-00017`, the other `17`)."""
     # the target's own script first: a prerequisite's script names its own files (v12: node 9's link named the
     # prerequisite's orders_2023.csv beside the question's orders_2024.csv, and the solvers stacked both years)
-    plan = (plan_join(ws, scripts[-1]) if scripts else None) or plan_join(ws, "\n".join(scripts))
+    # The path's scripts together only when the target reads a file a parent wrote (the join may be upstream of
+    # it): v15's node 6 read orders_2023.csv alone below a crm question, and its task said how orders link to crm,
+    # so the solvers joined a table the question does not need
+    plan = (plan_join(ws, scripts[-1]) if scripts else None) or (
+        plan_join(ws, "\n".join(scripts)) if scripts and _reads_intermediate(ws, scripts[-1]) else None)
     if plan is None:
         return ""
     t = template(TASK_TEMPLATE)
