@@ -460,9 +460,8 @@ def pandas_notes(code: str, error: Any) -> str:
     """Notes for pandas slips a small model repeats as written, however often the error comes back: conditions
     combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, a `format=` that does
     not fit every date (tables that write dates differently), a date method called on text, `.resample()` on
-    text dates or with pandas 3's retired "M", a text column in a
-    numeric operation (the 1.5B model ran `df.corr()` over a joined frame with its id columns four times), and an
-    argument a call does not take. '' otherwise."""
+    text dates or with pandas 3's retired "M", a text column in a numeric operation (the 1.5B model ran `df.corr()`
+    over a joined frame with its id columns four times), and an argument a call does not take. '' otherwise."""
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")

@@ -65,6 +65,11 @@ def named_files(goal: str, inputs: list[Path]) -> set[str]:
     return {n for n in inside if names_file(goal, n)}
 
 
+def files_read(script: str, inputs: list[Path]) -> list[str]:
+    """Base names of the input files (and of the files inside folder inputs) that `script` names."""
+    return sorted(named_files(script, inputs) | {p.name for p in inputs if p.is_file() and names_file(script, p.name)})
+
+
 def _mentions(text: str, column: str) -> bool:
     """Whether `text` writes the column's name as a word (`income`, income; not 'incomes' nor `a.income`)."""
     return re.search(rf"(?<![\w.]){re.escape(column)}(?![\w.])", text, re.IGNORECASE) is not None
@@ -161,9 +166,7 @@ def unneeded_note(script: str, inputs: list[Path], needed: set[str]) -> str:
     failed three times. '' when the goal names no file or the script reads none besides."""
     if not needed:
         return ""
-    files = {f.name for p in inputs for f in ([p] if p.is_file() else p.rglob("*") if p.is_dir() else [])
-             if f.is_file()}
-    extra = sorted(n for n in files if n not in needed and is_data_file(n) and names_file(script, n))
+    extra = [n for n in files_read(script, inputs) if n not in needed and is_data_file(n)]
     own = sorted(n for n in needed if is_data_file(n))
     if not extra or not own:
         return ""

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from worldsmith.agents.analyst import decide_unlooped, frame_columns_note, loop_cut, pandas_notes
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
-from worldsmith.agents.executor import OBSERVATION_CHARS, named_files
+from worldsmith.agents.executor import OBSERVATION_CHARS, files_read
 from worldsmith.core.claim_numbers import (
     misreadings,
     parse_results,
@@ -48,7 +48,7 @@ from worldsmith.core.grading import Tolerant
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.core.schemas import Finding
 from worldsmith.prompts import template
-from worldsmith.tools.files.names import file_notes, names_file
+from worldsmith.tools.files.names import file_notes
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
 TEMPLATE = "evolve_validator.md"
@@ -329,11 +329,6 @@ def not_overturned(claimed: dict[str, float], check_stdout: str) -> str:
         return ""
     return "; ".join(f"the check's {k} = {printed[k]:.6g} is on the same side of zero as, and within 25% of, the "
                      f"recorded {c:.6g}" for k, c in near.items())
-
-
-def files_read(script: str, inputs: list[Path]) -> list[str]:
-    """Base names of the input files (and of the files inside folder inputs) that `script` names."""
-    return sorted(named_files(script, inputs) | {p.name for p in inputs if p.is_file() and names_file(script, p.name)})
 
 
 async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script: str, rerun: ExecResult, sb: Any,

@@ -6,8 +6,9 @@ often computes the right numbers and prints them its own way — `print("basket_
 answers in prose (v13: two of the dual-evidence solvers that failed had printed the right numbers). The prints
 of a label and one value (or of a label alone and, on the next line, one value) are rewritten here, by syntax,
 into RESULT prints of the same expression at full precision (a Series or a two-column table of labels and values
-one line per row: `HELPER`, put at the top); the caller re-runs the script and keeps the rewrite only when it printed RESULT lines. Nothing is
-guessed from the output: a rewritten line prints whatever the model's expression computes.
+one line per row: `HELPER`, put at the top); the caller re-runs the script and keeps the rewrite only when it
+printed RESULT lines. Nothing is guessed from the output: a rewritten line prints whatever the model's expression
+computes.
 """
 
 from __future__ import annotations

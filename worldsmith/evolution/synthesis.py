@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from worldsmith.core.answer_spec import is_data_file
 from worldsmith.core.claim_numbers import RESULT_PATTERN
 from worldsmith.core.code_text import without_comments
 from worldsmith.core.evolution_schemas import NodeRun, RubricCriterion, RubricValidation
@@ -193,14 +194,14 @@ def task_question(goal: str) -> str:
     return rest[0].upper() + rest[1:]
 
 
-#: a data file a script names in quotes: 'orders_2023.csv', "data/crm.xlsx", 'joined.csv.gz'
-_QUOTED_FILE = re.compile(r"""['"]([^'"\n]+\.(?:csv|tsv|xlsx|xls|jsonl|json|parquet)(?:\.gz)?)['"]""", re.IGNORECASE)
+#: a text a script writes in quotes ('orders_2023.csv', "data/crm.xlsx"): a data file when `is_data_file` says so
+_QUOTED = re.compile(r"""['"]([^'"\n]+)['"]""")
 
 
 def _reads_intermediate(ws: WorkspaceProfile, script: str) -> bool:
     """Whether `script` reads a data file that is none of the root's tables (one a parent node wrote)."""
     root = {Path(t.file).name for t in ws.tables}
-    return any(Path(f).name not in root for f in _QUOTED_FILE.findall(script))
+    return any(is_data_file(f) and Path(f).name not in root for f in _QUOTED.findall(script))
 
 
 def link_line(ws: WorkspaceProfile, scripts: list[str]) -> str:
