@@ -283,3 +283,12 @@ async def test_a_target_that_fails_unexpectedly_is_recorded_and_the_others_are_w
     assert [(o.node, o.status) for o in summary.outcomes] == [(2, "dropped"), (3, "written"), (4, "written")]
     assert summary.outcomes[0].reason == "synthesis failed: ValueError: a bug in one target"
     assert json.loads((run_dir / "tasks" / "synthesis.json").read_text())["outcomes"][0]["status"] == "dropped"
+    # an endpoint that is not there fails every target alike: that one error reaches the caller
+    from worldsmith.llm.errors import LLMUnavailableError
+
+    async def unreachable(*args, **kwargs):
+        raise LLMUnavailableError("no model endpoint at http://localhost:9")
+
+    monkeypatch.setattr(evolve_tasks, "_closed_form", unreachable)
+    with pytest.raises(LLMUnavailableError, match="no model endpoint"):
+        await synthesize_tasks(rt, run_dir, n=3, samples=0)

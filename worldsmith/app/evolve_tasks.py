@@ -48,6 +48,7 @@ from worldsmith.evolution import synthesis as syn
 from worldsmith.evolution.workspace import WorkspaceStore
 from worldsmith.graphs.evolve_ops import open_store, read_node_run
 from worldsmith.graphs.runtime import GraphRuntime
+from worldsmith.llm.errors import LLMConfigError, LLMUnavailableError
 from worldsmith.tools.files import profile_workspace
 from worldsmith.tools.sandbox import open_sandbox
 
@@ -324,6 +325,8 @@ async def synthesize_tasks(rt: GraphRuntime, run: str | Path, *, n: int = 6, sam
         try:
             outcome = await _target(rt, run_dir, store, coll, node, i, results[node.id], profile, ref, root_dir,
                                     files, samples, kept_file, on_event)
+        except (LLMUnavailableError, LLMConfigError):
+            raise  # no endpoint, or a wrong configuration: every target would fail alike; the CLI says why once
         except Exception as exc:  # noqa: BLE001 - one target's bug must not lose the others: recorded, not hidden
             why = f"synthesis failed: {type(exc).__name__}: {exc}"
             log.exception("task from node %s: %s", node.id, why)
