@@ -174,7 +174,7 @@ def test_to_rubric_keeps_revised_text_weights_filters_and_defaults_a_tolerance()
     kept = [RubricCriterion(id="c1", dimension="Accuracy", text="States 30.", type="filter", provenance="gt",
                             expected_value=30.0),
             RubricCriterion(id="c2", dimension="Clarity", text="Names the file used.", type="preference",
-                            provenance="generated")]
+                            provenance="generated", names=["orders.csv"])]
     verdict = {"status": "verified", "grounded": True, "observable": True, "well_formed": True, "action": "keep"}
     v = RubricValidation(verdicts=[CriterionVerdict(criterion="c1", **verdict),
                                    CriterionVerdict(criterion="c2", **{**verdict, "status": "over-specified",
@@ -184,6 +184,7 @@ def test_to_rubric_keeps_revised_text_weights_filters_and_defaults_a_tolerance()
     assert [(c.id, c.section, c.weight, c.source, c.confidence) for c in r.criteria] == [
         ("c1", "computation", 2.0, "gt", 1.0), ("c2", "presentation", 1.0, "generated", 0.8)]
     assert r.criteria[0].tolerance.rel == 0.01 and r.criteria[1].tolerance is None
+    assert r.criteria[1].names == ["orders.csv"] and r.criteria[0].names == []
 
 
 def test_a_task_over_two_linked_tables_names_the_key(tmp_path) -> None:

@@ -303,3 +303,26 @@ def test_a_value_stated_nowhere_is_not_met_whatever_the_judge_says() -> None:
     g = grade_rubric(rubric, text, llm=judge)
     assert g.details[0]["met"] is False and g.details[0]["method"] == "numeric" and not g.passed
     assert "no number in the response" in g.details[0]["evidence"]
+
+
+def test_a_criterion_naming_files_is_graded_by_name_without_the_judge() -> None:
+    """v16: a report that said "The correlation between discount_pct and amount in orders_2023.csv is -0.1912"
+    failed `ev_files` because the 1.5B judge quoted the criterion's words, not the report's."""
+    files = Criterion(id="ev_files", section="method", observable="Says which data files its numbers come from: "
+                      "orders_2023.csv, crm.xlsx[crm]", satisfy="names the files", names=["orders_2023.csv",
+                                                                                          "crm.xlsx[crm]"])
+    rubric = Rubric(criteria=[files, crit("insight", section="insight", observable="explains the sign")])
+    judge = StubJudge({"ev_files": False, "insight": True})
+    both = "From orders_2023.csv joined with the CRM workbook crm.xlsx, r = -0.19."
+    g = grade_rubric(rubric, both, llm=judge)
+    item = next(d for d in g.details if d["id"] == "ev_files")
+    assert (item["met"], item["method"]) == (True, "names") and judge.asked_ids() == ["insight"]
+    # the stem, or the stem in words, is a name too; a longer name that only starts like it is not
+    for text, met in [("The orders 2023 table and the crm sheet.", True),
+                      ("orders_2023 and crm", True),
+                      ("orders_2023.csv only", False),
+                      ("orders_2023_clean.csv and crm_old.xlsx", False)]:
+        d = next(d for d in grade_rubric(rubric, text).details if d["id"] == "ev_files")
+        assert d["met"] is met, text
+    assert "crm.xlsx[crm]" in next(d for d in grade_rubric(rubric, "orders_2023.csv").details
+                                    if d["id"] == "ev_files")["evidence"]

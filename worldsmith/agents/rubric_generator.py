@@ -107,7 +107,7 @@ def evidence_criteria(cards: list[EvidenceCard], ground_truth: str) -> list[Rubr
                                    text=f"States {name.replace('_', ' ')} as {value}"))
     if files := _shared(cards, "files"):
         out.append(RubricCriterion(id="ev_files", dimension=METHOD_DIMENSION, type="preference",
-                                   provenance="generated",
+                                   provenance="generated", names=files,
                                    text="Says which data files its numbers come from: " + ", ".join(files)))
     for k, method in enumerate(_shared(cards, "methods"), 1):
         out.append(RubricCriterion(id=f"ev_method{k}", dimension=METHOD_DIMENSION, type="preference",

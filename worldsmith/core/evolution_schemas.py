@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from worldsmith.core.schemas import Finding, Model
 
@@ -269,6 +270,9 @@ class RubricCriterion(Model):
                                                    "the solvers' evidence")
     expected_value: float | None = Field(None, description="the number the deliverable must report, if any")
     tolerance: float | None = Field(None, ge=0, description="relative tolerance of expected_value (0.02 = 2%)")
+    #: the data files a deliverable must name (set on the evidence criterion `ev_files`, never by a model: left out
+    #: of the JSON schema the generator writes to); graded by name, without a judge
+    names: SkipJsonSchema[list[str]] = Field(default_factory=list)
 
 
 MAX_GT_SHARE = 0.4

@@ -4,7 +4,8 @@ Standard library only and importing nothing from worldsmith's other layers, on p
 ship this very file as their verifier (`tests/grade_report.py`, beside `grade.py` = core/grading.py, whose
 one tolerance rule it uses), so a Harbor-style runner grades a report without worldsmith installed:
     python3 grade_report.py rubric.json RESPONSE [reward.txt] [--workspace DIR] [--instruction FILE] [--json OUT]
-Items with a numeric expected value are checked locally; the rest go to an OpenAI-compatible judge named by
+Items with a numeric expected value, or with `names` (files the deliverable must name), are checked
+locally; the rest go to an OpenAI-compatible judge named by
 WORLDSMITH_JUDGE_BASE_URL / WORLDSMITH_JUDGE_MODEL / WORLDSMITH_JUDGE_API_KEY (prompts `judge_*.md` beside
 the script). Without a judge the score is the deterministic partial reward and `ungraded` lists the rest.
 training/graders.py uses the same functions (criteria as plain dicts), so both grade alike.
@@ -39,7 +40,7 @@ except ImportError:  # in a task package: tests/grade.py (core/grading.py verbat
     _grading = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
     _spec.loader.exec_module(_grading)  # type: ignore[union-attr]
 
-Criterion = Mapping[str, Any]  # {id, section, polarity, type, observable, satisfy, violate?, expected_value?, ...}
+Criterion = Mapping[str, Any]  # {id, section, polarity, type, observable, satisfy, violate?, expected_value?, names?, ...}
 #: judge(criteria, deliverable, instruction) -> {id: {"met": bool, "evidence": str}}
 Judge = Callable[[Sequence[Criterion], str, str], "dict[str, dict[str, Any]]"]
 
@@ -84,7 +85,7 @@ class NumericCheck:
     """Outcome of a deterministic check. `met` is None when no evidence was found either way."""
 
     met: bool | None
-    method: Literal["tag", "numeric", "none"]
+    method: Literal["tag", "numeric", "names", "none"]
     evidence: str
     candidates: tuple[float, ...] = ()
 
@@ -93,6 +94,28 @@ def is_deterministic(c: Criterion) -> bool:
     """Items with a numeric expected value are graded without a judge."""
     v = c.get("expected_value")
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def name_forms(name: str) -> list[str]:
+    """How a deliverable may write a file's name: whole (`orders_2023.csv`), without its extension
+    (`orders_2023`), or that with spaces for `_`/`-` (`orders 2023`); a sheet suffix (`crm.xlsx[crm]`) is dropped.
+    Lower case."""
+    whole = re.sub(r"\[[^\]]*\]$", "", name.strip()).lower()
+    stem = whole.rsplit("/", 1)[-1]
+    stem = stem.rsplit(".", 1)[0] if "." in stem else stem
+    return list(dict.fromkeys(f for f in (whole, stem, re.sub(r"[_-]+", " ", stem)) if len(f) >= 2))
+
+
+def check_names(c: Criterion, text: str) -> NumericCheck:
+    """Deterministic check of a criterion with `names` (the data files a deliverable must say its numbers come
+    from): met when the text writes every one in a `name_forms` form, as a word of its own. A 1.5B judge quoted
+    the criterion's own words as its evidence for a report that did name `orders_2023.csv`, and the item failed."""
+    flat = " ".join(text.lower().split())
+    missing = [n for n in c["names"] if not any(
+        re.search(rf"(?<![\w.]){re.escape(f)}(?![\w])", flat) for f in name_forms(str(n)))]
+    if missing:
+        return NumericCheck(False, "names", "the deliverable does not name " + ", ".join(map(str, missing)))
+    return NumericCheck(True, "names", "the deliverable names " + ", ".join(map(str, c["names"])))
 
 
 def find_numbers(text: str) -> list[NumberMention]:
@@ -288,7 +311,7 @@ def deterministic_pass(criteria: Sequence[Criterion], text: str,
     details: dict[str, dict[str, Any]] = {}
     pending: list[Criterion] = []
     for c in criteria:
-        check = check_numeric(c, text) if is_deterministic(c) else None
+        check = check_numeric(c, text) if is_deterministic(c) else check_names(c, text) if c.get("names") else None
         if check is None or (check.met is None and will_judge):
             pending.append(c)
         else:

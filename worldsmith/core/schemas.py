@@ -77,14 +77,17 @@ class Criterion(Model):
     expected_value: float | str | None = None
     tolerance: Tolerance | None = None
     unit: str | None = Field(None, description="unit of expected_value, read by core.grading.tolerant")
+    names: list[str] = Field(default_factory=list, description="data files the deliverable must name (by name or "
+                             "stem); checked without a judge (core.rubric_grading.check_names)")
     source: Literal["gt", "generated"] = "generated"
     confidence: float = Field(1.0, ge=0, le=1)
     weight: float = Field(1.0, gt=0)
 
     @property
     def deterministic(self) -> bool:
-        """Items with a numeric expected value can be graded without an LLM."""
-        return isinstance(self.expected_value, (int, float)) and not isinstance(self.expected_value, bool)
+        """Items with a numeric expected value, or with `names`, can be graded without an LLM."""
+        return bool(self.names) or (isinstance(self.expected_value, (int, float))
+                                    and not isinstance(self.expected_value, bool))
 
 
 class Rubric(Model):

@@ -374,6 +374,6 @@ def to_rubric(validated: RubricValidation, *, note: str = "") -> Rubric:
             tol = Tolerance(rel=c.tolerance if c.tolerance is not None else DEFAULT_REL_TOLERANCE)
         items.append(Criterion(id=c.id, section=section_of(c.dimension, c), type=c.type, observable=c.text,
                                satisfy=c.text, violate=f"the deliverable does not meet: {c.text}",
-                               expected_value=c.expected_value, tolerance=tol, source=c.provenance,
+                               expected_value=c.expected_value, tolerance=tol, names=c.names, source=c.provenance,
                                confidence=0.8 if c.id in revised else 1.0, weight=2.0 if c.type == "filter" else 1.0))
     return Rubric(criteria=items, notes=note)

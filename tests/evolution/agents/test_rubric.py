@@ -420,6 +420,7 @@ def test_a_draft_leaning_on_the_ground_truth_is_completed_from_what_both_solvers
         ("ev_files", "Says which data files its numbers come from: orders_2023.csv"),
         ("ev_method1", "Names the method it used: Pearson correlation")]
     assert all(c.provenance == "generated" and c.expected_value is None for c in shared)
+    assert shared[0].names == ["orders_2023.csv"] and shared[1].names == []  # graded by name, not by the judge
     [value] = evidence_criteria(RETURNS_CARDS, RETURNS_TRUTH)  # the difference both computed, the truth does not state
     assert (value.text, value.expected_value, value.tolerance) == ("States difference as 4.56603", 4.56603, 0.02)
     p = RubricProposal.model_validate({"dimensions": ["accuracy", "interpretation", "presentation", "clarity"],
@@ -429,6 +430,7 @@ def test_a_draft_leaning_on_the_ground_truth_is_completed_from_what_both_solvers
     draft, problems, notes = screened(p, instructions="", task=CORR_TASK, ground_truth=CORR_TRUTH, cards=CORR_CARDS)
     # 1 gt of 2 is 50%: one evidence criterion (1 of 3, 33%) is enough, under a dimension added for it
     assert problems == [] and [c.id for c in draft.criteria] == ["r", "dir", "ev_files"]
+    assert draft.criteria[-1].names == ["orders_2023.csv"]  # kept through the screen's re-validation
     assert draft.criteria[0].provenance == "gt" and draft.dimensions[-1] == "method"
     assert "added ev_files from what both solver runs share" in notes[-1]
     # a draft already within the share gets nothing added
