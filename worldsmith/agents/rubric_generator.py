@@ -169,6 +169,11 @@ _CODE_CALL = re.compile(r"`[^`]*\w\([^`]*`")
 _LIBRARY = re.compile(r"\b(?:pandas|numpy|scipy|statsmodels|sklearn|scikit-learn|matplotlib|seaborn|polars|duckdb|"
                       r"openpyxl)\b", re.IGNORECASE)
 
+#: a criterion about the solver's program ("The script reads `orders_2023.csv`, … and prints the result": v16's
+#: report rubric kept it, and a report that stated the right r and its file failed it)
+_SCRIPT_SUBJECT = re.compile(r"\s*((?:the|its|a|your)\s+(?:python\s+)?(?:script|code|program|notebook))\b",
+                             re.IGNORECASE)
+
 
 def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str) -> str | None:
     """Why criterion `c` asks nothing of a deliverable, or None. `instructions` is the prompt's own text (system
@@ -189,6 +194,8 @@ def not_a_requirement(c: RubricCriterion, *, instructions: str, copied_from: str
         return "it is cut off (a backtick is never closed)"
     if m := _CODE_CALL.search(c.text):
         return f"it asks for a piece of the solver's code ({m.group(0)}), which a deliverable need not show"
+    if m := _SCRIPT_SUBJECT.match(c.text):
+        return f"it describes what {m.group(1).lower()} does, not what a deliverable states"
     if m := _LIBRARY.search(c.text):
         return f"it asks which software the solver used ({m.group(0)}), which is no quality of the analysis"
     if text in _norm(instructions):

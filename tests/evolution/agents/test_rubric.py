@@ -145,12 +145,17 @@ def test_criteria_on_the_solvers_code_or_cut_off_mid_code_are_dropped() -> None:
         crit("c", "Says that larger discounts go with slightly smaller order amounts", dim="insight"),
         crit("m", "Computes the correlation over every 2023 order as recorded", dim="method"),
         # v15: a preference on the library, which a correct report written with any tool would fail
-        crit("7", "The script used the `pandas` library to compute the correlation between the `amount` and "
-                  "`income` columns.", dim="method", type="preference")]})
+        crit("7", "The deliverable used the `pandas` library to compute the correlation between the `amount` "
+                  "and `income` columns.", dim="method", type="preference"),
+        # v16: the solver's program described, which a report that states the right r and its file cannot show
+        crit("8", "The script reads the `orders_2023.csv` file, selects the `discount_pct` and `amount` columns, "
+                  "computes the Pearson correlation, and prints the result.", dim="method"),
+        crit("9", "Says the script's output was checked against a second method", dim="method")]})
     draft, problems, notes = screened(p, instructions="", task=RETURNS_TASK, ground_truth=RETURNS_TRUTH,
                                       cards=RETURNS_CARDS)
-    assert problems == [] and [c.id for c in draft.criteria] == ["1", "c", "m"]
-    assert [n.split(":")[0] for n in notes] == ["dropped 4", "dropped 5", "dropped 6", "dropped 7"]
+    assert problems == [] and [c.id for c in draft.criteria] == ["1", "c", "m", "9"]
+    assert [n.split(":")[0] for n in notes] == ["dropped 4", "dropped 5", "dropped 6", "dropped 7", "dropped 8"]
+    assert "it describes what the script does" in notes[4]
     assert "a backtick is never closed" in notes[0] and "(`df['amount'].corr(df['income'])`)" in notes[1]
     assert "which software the solver used (pandas)" in notes[3]
 
