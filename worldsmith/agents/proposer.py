@@ -35,9 +35,15 @@ def _files_named(text: str, files: list[str]) -> list[str]:
     return sorted(n for n in names if names_file(text, n) or (is_data_file(n) and _stem_named(text, n)))
 
 
+#: the rest of a list of stems that ends in a word for tables: " and orders_2023 tables", ", orders tables"
+_STEM_LIST_END = r"(?:\s*(?:,|\band\b|&)\s*[\w-]+)*\s+(?:tables?|files?|sheets?|data(?:sets?)?)\b"
+
+
 def _stem_named(text: str, name: str) -> bool:
+    """`name`'s stem written before a word for tables, alone or in a list ("the crm table", "using the crm and
+    orders_2023 tables": v16's proposer goal, which sent the teacher merging crm into a one-file correlation)."""
     stem = name.split(".", 1)[0]
-    return bool(stem) and re.search(rf"(?<![\w.-]){re.escape(stem)}\s+(?:table|file|sheet|data(?:set)?)\b", text,
+    return bool(stem) and re.search(rf"(?<![\w.-]){re.escape(stem)}{_STEM_LIST_END}", text,
                                     re.IGNORECASE) is not None
 
 

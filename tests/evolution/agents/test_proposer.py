@@ -74,6 +74,14 @@ def test_a_goal_naming_files_the_question_does_not_is_sent_back() -> None:
     by_stem = GoalPackage(goal="Compute the monthly mean of amt in orders_2024.csv using the crm table as a join key.")
     assert goal_problems(by_stem, {}, [], question=question, files=files) == [
         "the question uses orders_2024.csv only; the goal also names crm.xlsx: keep to the question's files"]
+    # v16: a list of stems before "tables"
+    listed = GoalPackage(goal="Compute the monthly mean of amt in orders_2024.csv using the crm and orders_2024 "
+                              "tables.")
+    assert goal_problems(listed, {}, [], question=question, files=files) == [
+        "the question uses orders_2024.csv only; the goal also names crm.xlsx: keep to the question's files"]
+    # a stem that is only a word of the sentence, with no word for tables after it, is not a file
+    assert goal_problems(GoalPackage(goal="Compute the monthly mean of amt per crm segment in orders_2024.csv."),
+                         {}, [], question=question, files=files) == []
     kept = GoalPackage(goal="Compute the monthly mean of amt over date in orders_2024.csv.")
     assert goal_problems(kept, {}, [], question=question, files=files) == []
     # a question naming no file leaves the goal free to name any
