@@ -324,6 +324,24 @@ def test_a_date_method_on_text_names_both_causes() -> None:
     assert "not a date" not in pandas_notes("x.upper_case()", _pandas_error(lambda: "a".upper_case()))
 
 
+def test_a_series_method_on_one_number_is_named() -> None:
+    """v14's validator check took `df["amount"].median()` (one number) and looped over its `.items()`; a check
+    that never runs leaves the finding unchecked. Errors raised by pandas and numpy themselves."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import pandas_notes
+
+    df = pd.DataFrame({"month": ["2024-07", "2024-12"], "amount": [58.74, 55.78]})
+    median = df["amount"].median()
+    for fn in (lambda: median.items(), lambda: list(iter(median)), lambda: median["2024-07"],
+               lambda: float(median).items()):
+        note = pandas_notes("for month, m in median_amount.items(): ...", _pandas_error(fn))
+        assert "That value is one number" in note and 'df.groupby("key")["col"].median()' in note
+    # the grouping it shows gives a value per group
+    assert df.groupby("month")["amount"].median().to_dict() == {"2024-07": 58.74, "2024-12": 55.78}
+    assert "one number" not in pandas_notes("s.items()", _pandas_error(lambda: "a".items()))
+
+
 def test_error_output_pasted_back_as_a_cell_is_named() -> None:
     """v14's teacher pasted each SyntaxError back as its next cell, eight turns: each failed on the pasted frame."""
     from worldsmith.agents.analyst import observation_notes
