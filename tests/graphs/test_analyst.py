@@ -454,6 +454,19 @@ async def test_conditions_combined_without_parentheses_get_the_pandas_form(scrip
     first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
     assert "wrap each one in parentheses" in first and "Error" in first  # pandas' own error, then the note
     assert "wrap each one in parentheses" not in second and "Error" not in second
+    # the note shows the cell's own line as pandas wants it (v15's validator check repeated its line twice after
+    # the general form alone), and that line runs: the north rows over 1, i.e. the one row of 10
+    line = "print(df[(df['amount'] > 1) & (df['region'] == 'north')])"
+    assert f"each condition in its own parentheses:\n```python\n{line}\n```" in first
+    import contextlib
+    import io
+
+    import pandas as pd
+
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        exec(line, {"df": pd.read_csv(sales_csv)})  # noqa: S102
+    assert shown.getvalue().split() == ["region", "amount", "0", "north", "10"]
 
 
 

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from worldsmith.agents.answer_guards import DataFacts, documented_columns
+from worldsmith.agents.conditions import parenthesized
 from worldsmith.core.schemas import Action
 from worldsmith.prompts import template, versions  # noqa: F401  (versions: re-exported for callers)
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
@@ -470,6 +471,8 @@ def pandas_notes(code: str, error: Any) -> str:
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")
+        if lines := parenthesized(code):
+            text += "\n" + feedback("conditions rewritten", lines="\n".join(lines))
     if error is None:
         return text
     raised = f"{error.type}: {error.message}"

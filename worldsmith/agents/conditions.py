@@ -1,0 +1,94 @@
+"""The statements of a failed cell rewritten with each combined condition in its own parentheses.
+
+`df[df["segment"] == "consumer" & df["income"] > x]` parses as the chain `df["segment"] == ("consumer" & df["income"])
+> x`, because `&` and `|` bind before comparisons; pandas then raises ("Cannot perform 'rand_' with a dtyped [float64]
+array and scalar of type [bool]"). The 1.5B model repeated such a line after a note with pandas' general form (v15's
+validator check, twice), so the note also shows its own line as it should read:
+`df[(df['segment'] == 'consumer') & (df['income'] > x)]`. `and`/`or` between conditions inside a subscript (the
+"truth value of a Series is ambiguous" error) become `&`/`|` the same way. Nothing here runs the code: the model
+reads the line and writes its next cell.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_BIT = (ast.BitAnd, ast.BitOr)
+#: statements whose bodies are looked into instead (their own tests are no row filters)
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If, ast.With,
+             ast.AsyncWith, ast.Try)
+#: statements shown at most: the note is about the slip, not a copy of the cell
+MAX_SHOWN = 2
+
+
+def _joined(parts: list[ast.expr], ops: list[ast.operator]) -> ast.expr:
+    out = parts[0]
+    for op, part in zip(ops, parts[1:], strict=True):
+        out = ast.BinOp(left=out, op=op, right=part)
+    return out
+
+
+class _Parenthesize(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.changed = False
+        self._in_subscript = 0
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        """Split a chain whose inner operand is `L & R` (or `|`) into `(… L) & (R …)`."""
+        self.generic_visit(node)
+        inner = [i for i, c in enumerate(node.comparators) if isinstance(c, ast.BinOp) and isinstance(c.op, _BIT)]
+        if not inner:
+            return node
+        parts: list[ast.expr] = []
+        ops: list[ast.operator] = []
+        left, chain_ops, chain = node.left, [], []
+        for op, comp in zip(node.ops, node.comparators, strict=True):
+            if isinstance(comp, ast.BinOp) and isinstance(comp.op, _BIT):
+                parts.append(ast.Compare(left=left, ops=[*chain_ops, op], comparators=[*chain, comp.left]))
+                ops.append(comp.op)
+                left, chain_ops, chain = comp.right, [], []
+            else:
+                chain_ops.append(op)
+                chain.append(comp)
+        parts.append(ast.Compare(left=left, ops=chain_ops, comparators=chain) if chain_ops else left)
+        self.changed = True
+        return _joined(parts, ops)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        self._in_subscript += 1
+        try:
+            self.generic_visit(node)
+        finally:
+            self._in_subscript -= 1
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
+        """`a > 1 and b == 2` inside `df[...]` or `.loc[...]`: the element-wise `&` (`or`: `|`)."""
+        self.generic_visit(node)
+        if not self._in_subscript or not all(isinstance(v, ast.Compare) for v in node.values):
+            return node
+        self.changed = True
+        op = ast.BitAnd() if isinstance(node.op, ast.And) else ast.BitOr()
+        return _joined(list(node.values), [op] * (len(node.values) - 1))
+
+
+def parenthesized(code: str) -> list[str]:
+    """The cell's statements that combine conditions without parentheses (or with `and`/`or` inside a
+    subscript), each rewritten as pandas wants it; at most MAX_SHOWN, [] when none or the cell does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[str] = []
+    simple = sorted((n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not isinstance(n, _COMPOUND)),
+                    key=lambda n: (n.lineno, n.col_offset))  # in the order the cell writes them
+    for stmt in simple:
+        fixer = _Parenthesize()
+        fixed = fixer.visit(ast.parse(ast.unparse(stmt)).body[0])
+        if fixer.changed:
+            line = ast.unparse(ast.fix_missing_locations(fixed))
+            if line not in out:
+                out.append(line)
+        if len(out) >= MAX_SHOWN:
+            break
+    return out
