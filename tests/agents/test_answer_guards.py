@@ -342,6 +342,22 @@ def test_a_series_method_on_one_number_is_named() -> None:
     assert "one number" not in pandas_notes("s.items()", _pandas_error(lambda: "a".items()))
 
 
+def test_a_classification_metric_on_regression_output_is_named() -> None:
+    """A solver fitted LinearRegression to a 0/1 target and called accuracy_score on its predictions five times.
+    Errors raised by scikit-learn itself; the classifier the note names gives labels the metric takes."""
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.metrics import accuracy_score
+
+    from worldsmith.agents.analyst import pandas_notes
+
+    X, y = [[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1]
+    continuous = LinearRegression().fit(X, y).predict(X)
+    note = pandas_notes("accuracy_score(y_test, y_pred)", _pandas_error(lambda: accuracy_score(y, continuous)))
+    assert "The predictions are continuous numbers" in note and "`LogisticRegression`" in note
+    assert accuracy_score(y, LogisticRegression().fit(X, y).predict(X)) == 1.0
+    assert "continuous" not in pandas_notes("accuracy_score(a, b)", _pandas_error(lambda: accuracy_score([0, 1], [0])))
+
+
 def test_error_output_pasted_back_as_a_cell_is_named() -> None:
     """v14's teacher pasted each SyntaxError back as its next cell, eight turns: each failed on the pasted frame."""
     from worldsmith.agents.analyst import observation_notes
