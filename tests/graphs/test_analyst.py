@@ -470,6 +470,27 @@ async def test_conditions_combined_without_parentheses_get_the_pandas_form(scrip
 
 
 
+async def test_an_inplace_fill_on_one_column_that_pandas_applied_to_a_copy_is_assigned_back(
+        scripted, tmp_path: Path) -> None:
+    """Under pandas 3 the cell runs without an error and prints the unfilled mean; the note shows its line assigned
+    back. The cell that assigns back prints the filled mean (10, 20 and the fill 15 → 15) and gets no note."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "loans.csv").write_text("id,amount\n1,10\n2,\n3,20\n")
+    script, make_rt = scripted
+    script.queue("<think>fill</think><code>df = pd.read_csv('loans.csv')\n"
+                 "df['amount'].fillna(df['amount'].mean(), inplace=True)\nprint(df['amount'].isna().sum())</code>",
+                 "<think>assign</think><code>df['amount'] = df['amount'].fillna(df['amount'].mean())\n"
+                 "print(df['amount'].mean())</code>",
+                 "<think>done</think><answer>@mean_amount[15.0]</answer>")
+    final, _ = await _run(make_rt(), QUESTION, [data / "loans.csv"])
+    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    assert first.startswith("1") and "ChainedAssignmentError" in first  # one value still missing, pandas' warning
+    assert "pandas did not change your DataFrame" in first
+    assert "df['amount'] = df['amount'].fillna(df['amount'].mean())" in first
+    assert second.startswith("15.0") and "did not change" not in second
+
+
 async def test_a_conversation_that_outgrows_the_context_ends_on_record(scripted, sales_csv: Path) -> None:
     """The embedded model refused a prompt of 8,297 tokens for its 8,192 context in a rejection sample, and the
     exception ended the whole task synthesis. Now the question ends there, with its status and the reason."""

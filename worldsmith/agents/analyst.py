@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from worldsmith.agents.answer_guards import DataFacts, documented_columns
-from worldsmith.agents.conditions import parenthesized
+from worldsmith.agents.line_fixes import assigned_back, parenthesized
 from worldsmith.core.schemas import Action
 from worldsmith.prompts import template, versions  # noqa: F401  (versions: re-exported for callers)
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
@@ -453,6 +453,8 @@ _DATE_FORMAT = re.compile(r"time data .{0,80}? (?:doesn't|does not) match format
 _TEXT_IN_NUMBERS = re.compile(r"could not convert string to float|Cannot perform reduction '\w+' with string dtype"
                               r"|dtype '(?:str|object|string)' does not support operation|agg function failed"
                               r"|Could not convert .{0,200} to numeric", re.IGNORECASE)
+#: pandas 3's warning for `df["col"].fillna(v, inplace=True)`, which changes a copy and leaves `df` as it was
+_CHAINED_INPLACE = re.compile(r"ChainedAssignmentError|chained assignment using an inplace method")
 #: a Series or DataFrame method called on one number: a mean or median over a whole column is a scalar (v14's
 #: validator check took `df["amount"].median()` and looped over its `.items()` to compare months)
 _ONE_NUMBER = re.compile(r"'(?:numpy\.)?(?:float|int)(?:64|32)?' object (?:has no attribute '(?P<attr>\w+)'"
@@ -588,7 +590,8 @@ def observation_text(result: Any, max_chars: int, facts: DataFacts | None = None
 
 def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
     """The notes :func:`observation_text` puts after a cell's output, from the error, the code and the inputs'
-    `facts` (the executor puts them after a script's output too); '' when none applies."""
+    `facts` (the executor puts them after a script's output too); '' when none applies. A cell that ran can get
+    one too: an in-place method on one column that pandas 3 applied to a copy gets its lines assigned back."""
     error = getattr(result, "error", None)
     text = frame_columns_note(result)
     if error and error.type == "KeyError" and (missing := missing_columns(error.message, facts.columns)):
@@ -614,6 +617,8 @@ def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
     if error and echoed_output(code):
         text += "\n" + feedback("echoed output")
+    if _CHAINED_INPLACE.search(getattr(result, "stderr", "") or "") and (lines := assigned_back(code)):
+        text += "\n" + feedback("assigned back", lines="\n".join(lines))
     return text + pandas_notes(code, error)
 
 

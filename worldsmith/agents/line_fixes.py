@@ -1,12 +1,19 @@
-"""The statements of a failed cell rewritten with each combined condition in its own parentheses.
+"""A cell's own lines rewritten the way pandas wants them, for the notes after a cell (agents/analyst.py). The 1.5B
+model copies a concrete line far more often than it applies a general rule, so each note shows its line fixed.
+Nothing here runs the code: the model reads the line and writes its next cell.
+
+`parenthesized`: conditions combined without parentheses.
 
 `df[df["segment"] == "consumer" & df["income"] > x]` parses as the chain `df["segment"] == ("consumer" & df["income"])
 > x`, because `&` and `|` bind before comparisons; pandas then raises ("Cannot perform 'rand_' with a dtyped [float64]
 array and scalar of type [bool]"). The 1.5B model repeated such a line after a note with pandas' general form (v15's
 validator check, twice), so the note also shows its own line as it should read:
 `df[(df['segment'] == 'consumer') & (df['income'] > x)]`. `and`/`or` between conditions inside a subscript (the
-"truth value of a Series is ambiguous" error) become `&`/`|` the same way. Nothing here runs the code: the model
-reads the line and writes its next cell.
+"truth value of a Series is ambiguous" error) become `&`/`|` the same way.
+
+`assigned_back`: an in-place method on one column. Under pandas 3's Copy-on-Write, `df["col"].fillna(v, inplace=True)`
+changes a copy and leaves `df` as it was, with only a ChainedAssignmentError warning; a DABench preprocessing answer
+was computed from the unfilled column. The line as it works: `df["col"] = df["col"].fillna(v)`.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.A
              ast.AsyncWith, ast.Try)
 #: statements shown at most: the note is about the slip, not a copy of the cell
 MAX_SHOWN = 2
+#: in-place fills shown at most (a preprocessing cell fills several columns, and each one left out stays unfilled)
+MAX_ASSIGNED = 4
 
 
 def _joined(parts: list[ast.expr], ops: list[ast.operator]) -> ast.expr:
@@ -90,5 +99,42 @@ def parenthesized(code: str) -> list[str]:
             if line not in out:
                 out.append(line)
         if len(out) >= MAX_SHOWN:
+            break
+    return out
+
+
+def _column_target(node: ast.expr) -> ast.expr | None:
+    """`df["col"]` for `df["col"]` or `df.col` (an attribute would set no column), else None."""
+    if isinstance(node, ast.Subscript):
+        return node
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return ast.Subscript(value=node.value, slice=ast.Constant(node.attr), ctx=ast.Load())
+    return None
+
+
+def assigned_back(code: str) -> list[str]:
+    """The cell's statements `X[col].method(..., inplace=True)` rewritten as `X[col] = X[col].method(...)`; at most
+    MAX_ASSIGNED, [] when none or the cell does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[str] = []
+    for stmt in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Expr)), key=lambda n: n.lineno):
+        call = stmt.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        inplace = [k for k in call.keywords if k.arg == "inplace" and isinstance(k.value, ast.Constant)
+                   and k.value.value is True]
+        column = _column_target(call.func.value)
+        if not inplace or column is None:
+            continue
+        value = ast.Call(func=ast.Attribute(value=column, attr=call.func.attr, ctx=ast.Load()), args=call.args,
+                         keywords=[k for k in call.keywords if k.arg != "inplace"])
+        target = ast.Subscript(value=column.value, slice=column.slice, ctx=ast.Store())
+        line = ast.unparse(ast.fix_missing_locations(ast.Assign(targets=[target], value=value, lineno=0)))
+        if line not in out:
+            out.append(line)
+        if len(out) >= MAX_ASSIGNED:
             break
     return out
