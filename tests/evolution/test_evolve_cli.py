@@ -70,11 +70,20 @@ def test_the_sample_workspace_is_a_world_data_room_scored_against_its_truth(tmp_
     assert (tmp_path / "runs" / "sample-worlds" / "commercial_growth-s0" / "contract.json").is_file()
 
 
-def test_evolve_tasks_that_write_no_task_exit_non_zero_with_json_too(scripted_cli, tmp_path: Path) -> None:
+def test_evolve_tasks_that_write_no_task_exit_non_zero_with_json_too(scripted_cli, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    import worldsmith.commands.evolve as evolve_cmd
+
     data, run = make_data(tmp_path / "data"), tmp_path / "run"
     assert runner.invoke(app, [*scripted_cli, "evolve", str(data), "--steps", "1", "--out", str(run)]).exit_code == 0
     mute = f"evolve-mute-{uuid.uuid4().hex[:6]}"
     register_script(mute, Script().fallback("I am not sure."))  # no solver, no rubric: every task is dropped
+    shown = io.StringIO()
+    monkeypatch.setattr(evolve_cmd, "console", Console(file=shown, force_terminal=True, color_system="standard"))
     try:
         for extra in ([], ["--json"]):
             r = runner.invoke(app, [*_cli_args(mute, tmp_path), "evolve", "tasks", str(run), "--n", "1",
@@ -82,4 +91,5 @@ def test_evolve_tasks_that_write_no_task_exit_non_zero_with_json_too(scripted_cl
             assert r.exit_code == 1, r.output
     finally:
         unregister_script(mute)
+    assert "\x1b[31m0 tasks" in shown.getvalue()  # a failure, in red, not a success in green
     assert [o["status"] for o in json.loads(r.stdout)["outcomes"]] == ["dropped"]

@@ -173,7 +173,8 @@ def run_cmd(
         truth = ""
         if summary.truth is not None and summary.truth.precision is not None:
             truth = f"; precision {summary.truth.precision:.0%}, recall {summary.truth.recall or 0:.0%}"
-        console.print(f"[green]{summary.nodes} nodes, {summary.verified} verified[/]{truth}; "
+        colour = "green" if summary.verified or not summary.nodes else "red"
+        console.print(f"[{colour}]{summary.nodes} nodes, {summary.verified} verified[/]{truth}; "
                       f"report: {run.path / 'report.md'}", highlight=False)
     if summary.nodes and not summary.verified:
         raise typer.Exit(EXIT_FAILED)
@@ -203,7 +204,8 @@ def tasks_cmd(
         emit_json(summary.model_dump(mode="json"))
     else:
         rates = ", ".join(f"depth {d}: {r:.0%}" for d, r in summary.pass_rate_by_depth.items()) or "not sampled"
-        console.print(f"[green]{len(written)} tasks[/] in {escape(summary.tasks_dir)} "
+        colour = "green" if written else "red"  # no task written is a failure (exit status below), not a success
+        console.print(f"[{colour}]{len(written)} tasks[/] in {escape(summary.tasks_dir)} "
                       f"({len(summary.outcomes) - len(written)} dropped); kept trajectories "
                       f"{summary.kept_trajectories}; pass rate {rates}", highlight=False)
         console.print(f"report: {escape(str(Path(summary.tasks_dir) / REPORT_FILE))}", highlight=False)
