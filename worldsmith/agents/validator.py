@@ -26,9 +26,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide_unlooped, frame_columns_note, loop_cut, pandas_notes
+from worldsmith.agents.analyst import decide_unlooped, loop_cut
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
-from worldsmith.agents.executor import OBSERVATION_CHARS, files_read
+from worldsmith.agents.executor import OBSERVATION_CHARS, files_read, script_notes
 from worldsmith.core.claim_numbers import (
     misreadings,
     parse_results,
@@ -360,7 +360,9 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
         if check.ok or attempt == CHECK_ATTEMPTS:
             break
         # a check that does not run is no evidence either way: the model gets its error and one more try
-        failure = check.to_observation(1500) + frame_columns_note(check) + pandas_notes(plan.code, check.error)
+        # the notes the executor's scripts get, from the inputs' profile: v16's checks looked `amount` up in the
+        # 2024 orders (where it is `amt`) and `channel` up in the crm table, and left three findings unchecked
+        failure = check.to_observation(1500) + await asyncio.to_thread(script_notes, check, inputs, plan.code)
         out.errors.append(f"falsification check {attempt} did not run: {failure[:300]}")
         messages = [*messages, {"role": "assistant", "content": call.reply},
                     {"role": "user", "content": t.section("check failed", observation=failure)}]

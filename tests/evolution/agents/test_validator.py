@@ -247,6 +247,24 @@ async def test_a_check_that_never_runs_cannot_falsify_the_reproduced_claim(scrip
     assert "`sum()` takes no argument `ddof`" in script.requests[1].last_user
 
 
+async def test_a_check_that_misses_a_column_gets_the_datas_spelling_as_the_executor_does(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    """v16: three checks looked a column up where the data spells it otherwise or holds it in another table, twice
+    each, and their findings were left unchecked; the retry now carries the notes from the inputs' profile."""
+    script, llm = scripted_llm
+    total = south_total(data)
+    result = node(tmp_path / "n1", f"South sold {total:g} in total.", {"south_total": total})
+    misspelt = plan("the total by group", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                    "print(f\"RESULT x = {df.groupby('Region').amount.sum()['south']}\")")
+    fixed = plan("the total by group", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                 "print(f\"RESULT x = {df.groupby('region').amount.sum()['south']}\")")
+    script.queue(misspelt, fixed)  # the fixed check lands on the claim: no judgement
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert "'Region' → 'region'" in script.requests[1].last_user
+    assert out.value.verdict == "supported" and out.value.checked
+
+
 async def test_a_check_that_lands_on_the_claims_numbers_supports_it_without_a_judgement(
         scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
     script, llm = scripted_llm
