@@ -324,7 +324,7 @@ def test_a_date_method_on_text_names_both_causes() -> None:
     assert "not a date" not in pandas_notes("x.upper_case()", _pandas_error(lambda: "a".upper_case()))
 
 
-def test_a_series_method_on_one_number_is_named() -> None:
+def test_a_series_method_on_one_number_and_str_on_numbers_are_named() -> None:
     """v14's validator check took `df["amount"].median()` (one number) and looped over its `.items()`; a check
     that never runs leaves the finding unchecked. Errors raised by pandas and numpy themselves."""
     import pandas as pd
@@ -337,6 +337,11 @@ def test_a_series_method_on_one_number_is_named() -> None:
                lambda: float(median).items()):
         note = pandas_notes("for month, m in median_amount.items(): ...", _pandas_error(fn))
         assert "That value is one number" in note and 'df.groupby("key")["col"].median()' in note
+    # `.str` cleaning of a column pandas read as numbers (v16's check on `amount`), which needs none
+    for column in (df["amount"], pd.Series([1, 2]), pd.Series([True, False])):
+        note = pandas_notes('df["amount"].str.replace(",", "")', _pandas_error(lambda c=column: c.str.replace(",", "")))
+        assert "That column already holds numbers" in note
+    assert "already holds numbers" not in pandas_notes("s.str.x", _pandas_error(lambda: pd.Series(["a"]).str.x))
     # the grouping it shows gives a value per group
     assert df.groupby("month")["amount"].median().to_dict() == {"2024-07": 58.74, "2024-12": 55.78}
     assert "one number" not in pandas_notes("s.items()", _pandas_error(lambda: "a".items()))

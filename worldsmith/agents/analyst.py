@@ -459,6 +459,8 @@ _CHAINED_INPLACE = re.compile(r"ChainedAssignmentError|chained assignment using 
 #: validator check took `df["amount"].median()` and looped over its `.items()` to compare months)
 _ONE_NUMBER = re.compile(r"'(?:numpy\.)?(?:float|int)(?:64|32)?' object (?:has no attribute '(?P<attr>\w+)'"
                          r"|is not (?:iterable|subscriptable))|invalid index to scalar variable")
+#: `.str` on a column pandas already read as numbers (v16's check cleaned `amount` with `.str.replace(",", "")`)
+_STR_ON_NUMBERS = re.compile(r"Can only use \.str accessor with string values, not (?:floating|integer|boolean)")
 #: what scikit-learn raises when a classification metric gets a regressor's continuous predictions
 _CONTINUOUS_LABELS = re.compile(r"Classification metrics can't handle a mix of \w+ and continuous")
 #: a call given an argument it does not take (`s.corr(t, ddof=0)`: three embedded validator checks crashed on it)
@@ -470,8 +472,9 @@ def pandas_notes(code: str, error: Any) -> str:
     combined without parentheses (or with `and`/`or`), `.dt` on a column of text dates, a `format=` that does
     not fit every date (tables that write dates differently), a date method called on text, `.resample()` on
     text dates or with pandas 3's retired "M", a text column in a numeric operation (the 1.5B model ran `df.corr()`
-    over a joined frame with its id columns four times), a Series method on one number, a classification metric
-    given a regressor's continuous predictions, and an argument a call does not take. '' otherwise."""
+    over a joined frame with its id columns four times), a Series method on one number, `.str` on a column of
+    numbers, a classification metric given a regressor's continuous predictions, and an argument a call does not
+    take. '' otherwise."""
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")
@@ -492,6 +495,8 @@ def pandas_notes(code: str, error: Any) -> str:
         text += "\n" + feedback("text in numbers")
     if _ONE_NUMBER.search(raised):
         text += "\n" + feedback("one number")
+    if _STR_ON_NUMBERS.search(raised):
+        text += "\n" + feedback("str on numbers")
     if _CONTINUOUS_LABELS.search(raised):
         text += "\n" + feedback("continuous labels")
     if m := _UNKNOWN_ARGUMENT.search(raised):
