@@ -463,6 +463,10 @@ _ONE_NUMBER = re.compile(r"'(?:numpy\.)?(?:float|int)(?:64|32)?' object (?:has n
 _STR_ON_NUMBERS = re.compile(r"Can only use \.str accessor with string values, not (?:floating|integer|boolean)")
 #: what scikit-learn raises when a classification metric gets a regressor's continuous predictions
 _CONTINUOUS_LABELS = re.compile(r"Classification metrics can't handle a mix of \w+ and continuous")
+#: error patterns and the feedback section each one gets, in the order the notes are written
+_ERROR_NOTES = ((_TEXT_DATES, "text dates"), (_DATE_FORMAT, "date formats"), (_TEXT_NOT_DATE, "text not a date"),
+                (_RESAMPLE, "resample"), (_TEXT_IN_NUMBERS, "text in numbers"), (_ONE_NUMBER, "one number"),
+                (_STR_ON_NUMBERS, "str on numbers"), (_CONTINUOUS_LABELS, "continuous labels"))
 #: a call given an argument it does not take (`s.corr(t, ddof=0)`: three embedded validator checks crashed on it)
 _UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")
 
@@ -483,22 +487,7 @@ def pandas_notes(code: str, error: Any) -> str:
     if error is None:
         return text
     raised = f"{error.type}: {error.message}"
-    if _TEXT_DATES.search(raised):
-        text += "\n" + feedback("text dates")
-    if _DATE_FORMAT.search(raised):
-        text += "\n" + feedback("date formats")
-    if _TEXT_NOT_DATE.search(raised):
-        text += "\n" + feedback("text not a date")
-    if _RESAMPLE.search(raised):
-        text += "\n" + feedback("resample")
-    if _TEXT_IN_NUMBERS.search(raised):
-        text += "\n" + feedback("text in numbers")
-    if _ONE_NUMBER.search(raised):
-        text += "\n" + feedback("one number")
-    if _STR_ON_NUMBERS.search(raised):
-        text += "\n" + feedback("str on numbers")
-    if _CONTINUOUS_LABELS.search(raised):
-        text += "\n" + feedback("continuous labels")
+    text += "".join("\n" + feedback(section) for pattern, section in _ERROR_NOTES if pattern.search(raised))
     if m := _UNKNOWN_ARGUMENT.search(raised):
         text += "\n" + feedback("unknown argument", call=m.group("call"), name=m.group("name"))
     return text
