@@ -457,7 +457,7 @@ _TEXT_IN_NUMBERS = re.compile(r"could not convert string to float|Cannot perform
 _CHAINED_INPLACE = re.compile(r"ChainedAssignmentError|chained assignment using an inplace method")
 #: a Series or DataFrame method called on one number: a mean or median over a whole column is a scalar (v14's
 #: validator check took `df["amount"].median()` and looped over its `.items()` to compare months)
-_ONE_NUMBER = re.compile(r"'(?:numpy\.)?(?:float|int)(?:64|32)?' object (?:has no attribute '(?P<attr>\w+)'"
+_ONE_NUMBER = re.compile(r"'(?:numpy\.)?(?:float|int)(?:64|32)?' object (?:has no attribute '\w+'"
                          r"|is not (?:iterable|subscriptable))|invalid index to scalar variable")
 #: `.str` on a column pandas already read as numbers (v16's check cleaned `amount` with `.str.replace(",", "")`)
 _STR_ON_NUMBERS = re.compile(r"Can only use \.str accessor with string values, not (?:floating|integer|boolean)")

@@ -166,6 +166,7 @@ def run_cmd(
 
     with friendly_errors(LLMError, ValueError, OSError, ArtifactError, KeyError):
         run, summary, made = asyncio.run(go())
+    failed = bool(summary.nodes) and not summary.verified  # nodes ran, none verified: red here, exit status 1 below
     if json_out:
         emit_json({"run_dir": str(run.path), "summary": summary.model_dump(mode="json"),
                    "tasks": made.model_dump(mode="json") if made else None})
@@ -173,10 +174,10 @@ def run_cmd(
         truth = ""
         if summary.truth is not None and summary.truth.precision is not None:
             truth = f"; precision {summary.truth.precision:.0%}, recall {summary.truth.recall or 0:.0%}"
-        colour = "green" if summary.verified or not summary.nodes else "red"
+        colour = "red" if failed else "green"
         console.print(f"[{colour}]{summary.nodes} nodes, {summary.verified} verified[/]{truth}; "
                       f"report: {run.path / 'report.md'}", highlight=False)
-    if summary.nodes and not summary.verified:
+    if failed:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -200,17 +201,17 @@ def tasks_cmd(
     with friendly_errors(LLMError, ValueError, OSError, ArtifactError):
         summary = asyncio.run(go())
     written = [o for o in summary.outcomes if o.status == "written"]
+    failed = bool(summary.outcomes) and not written  # every target dropped: red here, exit status 1 below
     if json_out:
         emit_json(summary.model_dump(mode="json"))
     else:
         rates = ", ".join(f"depth {d}: {r:.0%}" for d, r in summary.pass_rate_by_depth.items()) or "not sampled"
-        colour = "green" if written else "red"  # no task written is a failure (exit status below), not a success
-        console.print(f"[{colour}]{len(written)} tasks[/] in {escape(summary.tasks_dir)} "
+        console.print(f"[{'red' if failed else 'green'}]{len(written)} tasks[/] in {escape(summary.tasks_dir)} "
                       f"({len(summary.outcomes) - len(written)} dropped); kept trajectories "
                       f"{summary.kept_trajectories}; pass rate {rates}", highlight=False)
         console.print(f"report: {escape(str(Path(summary.tasks_dir) / REPORT_FILE))}", highlight=False)
         for node, earlier in summary.restated.items():
             console.print(f"  node {node}: no task, its finding restates the numbers of node"
                           f"{'s' if len(earlier) > 1 else ''} {', '.join(map(str, earlier))}", highlight=False)
-    if summary.outcomes and not written:  # a script reading --json learns it from the exit status too
+    if failed:  # a script reading --json learns it from the exit status too
         raise typer.Exit(EXIT_FAILED)
