@@ -231,6 +231,26 @@ def test_a_column_compared_with_a_text_it_does_not_hold_gets_its_values(tmp_path
                                                  code="df[df['department'] == 'ENG']")
 
 
+def test_a_text_a_memo_spells_otherwise_gets_the_datas_value(tmp_path) -> None:
+    """generated-v1 at eb32daa: told "'private' is not a value of `school_type` (its values: 'state',
+    'independent')" with the memo's line elsewhere in the turn, the 1.5B model compared with 'private' four more
+    times. When a memo item says which value stands for the text, the note names it."""
+    from worldsmith.agents.analyst import observation_text
+    from worldsmith.agents.answer_guards import profile_facts
+    from worldsmith.tools.sandbox.base import ExecResult
+
+    (tmp_path / "schools.csv").write_text("school,school_type\n" + "".join(
+        f"s{i},{['state', 'independent'][i % 2]}\n" for i in range(20)))
+    (tmp_path / "schools.md").write_text('# Notes\n\n- This export labels `school_type` its own way: "state" means '
+                                         '"public", "independent" means "private".\n')
+    facts = profile_facts([str(tmp_path / "schools.csv"), str(tmp_path / "schools.md")])
+    code = "a = df[df['school_type'] == 'private']\nb = df[df['school_type'] == 'public']\nprint(len(a), len(b))"
+    text = observation_text(ExecResult(ok=True, stdout="0 0\n"), 2000, facts, code=code)
+    assert "'private' is not a value of `school_type`" in text
+    assert "schools.md says 'independent' stands for 'private': compare with 'independent'" in text
+    assert "schools.md says 'state' stands for 'public': compare with 'state'" in text
+
+
 def test_unshown_numbers_by_hand() -> None:
     from worldsmith.agents.answer_guards import Cell, unshown
 

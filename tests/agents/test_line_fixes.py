@@ -74,3 +74,38 @@ def test_an_inplace_fill_on_one_column_is_assigned_back_and_then_fills() -> None
     assert fixed["df"]["LoanAmount"].tolist() == [100.0, 200.0, 300.0]  # the median of 100 and 300
     assert fixed["df"]["Self_Employed"].tolist() == ["Yes", "No", "No"] and fixed["df"]["Age"].tolist()[0] == 0
     assert assigned_back("df.fillna(0, inplace=True)\ndf['a'].fillna(0)") == []
+
+
+RIDES = pd.DataFrame({"vehicle_type": ["XL", "ECO", "XL", "ECO"], "fare": [30.0, 10.0, 34.0, 12.0]})
+
+
+@pytest.mark.parametrize("cell", [
+    # generated-v1 at eb32daa: one group kept in `df`, the other looked for among its rows
+    'df = df[df["vehicle_type"] == "XL"]\neco = df[df["vehicle_type"] == "ECO"]\ngap = df["fare"].mean() - eco["fare"].mean()',
+    # attribute access, != and isin count as filters on the column too
+    'df = df[df.vehicle_type == "XL"]\neco = df[df.vehicle_type != "XL"]\ngap = df.fare.mean() - eco.fare.mean()',
+    'df = df[(df["vehicle_type"] == "XL") & (df["fare"] > 0)]\neco = df[df["vehicle_type"].isin(["ECO"])]\n'
+    'gap = df["fare"].mean() - eco["fare"].mean()',
+])
+def test_a_frame_cut_to_one_group_then_filtered_for_another_is_flagged(cell: str) -> None:
+    from worldsmith.agents.line_fixes import refiltered
+
+    assert refiltered(cell) == ("df", "vehicle_type")
+    scope: dict = {"df": RIDES.copy()}
+    exec(cell, scope)  # noqa: S102
+    assert pd.isna(scope["gap"])  # the second group is empty as written: the slip the note is about
+    # the note's form, each group in a new name, gives the gap plain pandas gives: 32 - 11
+    kept = RIDES[RIDES["vehicle_type"] == "XL"]["fare"].mean() - RIDES[RIDES["vehicle_type"] == "ECO"]["fare"].mean()
+    assert kept == pytest.approx(21.0)
+
+
+@pytest.mark.parametrize("cell", [
+    'a = df[df["vehicle_type"] == "XL"]\nb = df[df["vehicle_type"] == "ECO"]',  # new names: nothing cut
+    'df = df[df["vehicle_type"] == "XL"]\nprint(df[df["fare"] > 31])',  # a further filter on another column is fine
+    'df = df.dropna()\nx = df[df["vehicle_type"] == "XL"]',  # no filter replaced `df` before the comparison
+    'df = df[df["vehicle_type"] == "XL"',  # does not parse
+])
+def test_a_cell_that_keeps_its_groups_apart_is_not_flagged(cell: str) -> None:
+    from worldsmith.agents.line_fixes import refiltered
+
+    assert refiltered(cell) is None

@@ -8,7 +8,7 @@ import pandas as pd
 
 from worldsmith.agents.analyst import task_files, user_prompt
 from worldsmith.tools.files import profile_workspace
-from worldsmith.tools.files.names import request_names, request_notes, table_holding_all
+from worldsmith.tools.files.names import documented_spelling, request_names, request_notes, table_holding_all
 
 REQUEST = ("Mean of `amount` over the `orders` records, only rows where `region` is 'north', from `data/orders_2024.csv` "
            "and `ledger.xlsx`; `region` is in `customers.csv`.")
@@ -41,8 +41,8 @@ def test_each_name_is_placed_and_the_documents_lines_on_it_are_quoted(tmp_path: 
     assert "- `orders`: names the kind of row the request counts, not a column; nothing needs to be made for it" in lines
     assert "no table has a column by this name" not in text
     assert "- `region`: a column of customers.csv" in lines
-    # 'north' is not among region's values (N, S): the line lists the values the column holds
-    assert "- 'north' is not a value of `region` in customers.csv; its values: 'N', 'S'" in lines
+    # 'north' is not among region's values (N, S), and crm.md says "N" means "north": the line gives the code
+    assert "- 'north' is written 'N' in `region` of customers.csv (crm.md says so): compare with 'N', not 'north'" in lines
     # the documents' lines on these names: the rename, and the label code; the memo about orders_2024.csv is quoted
     # whole (its files hold a named column? no: orders_2024.csv holds `amt`, so only the line naming `amount`)
     assert "- memo.md says: From the 2024 file onward, `amount` is called `amt`." in lines
@@ -197,3 +197,27 @@ def test_a_question_over_two_linked_tables_gets_their_join_run_before_its_first_
     assert float(out.stdout.strip().splitlines()[-1]) == round(gap, 6)
     one = opening_turn("Mean `score` in `data/exams.csv`. Answer as @m[value].", files, 1300, ["m"])
     assert "joined" not in one and opening("Mean `score` in `data/exams.csv`.", files, 1300, ["m"]).setup == ""
+
+
+def test_a_value_no_document_spells_lists_the_columns_values(tmp_path: Path) -> None:
+    paths = _room(tmp_path)
+    (tmp_path / "crm.md").write_text("# CRM notes\n\n- Unrelated: the office moved.\n")
+    lines = request_notes(REQUEST, profile_workspace(paths, as_mounted=True))
+    assert "- 'north' is not a value of `region` in customers.csv; its values: 'N', 'S'" in lines
+    assert not any("is written" in x for x in lines)
+
+
+def test_documented_spelling_reads_either_direction_and_refuses_two_codes() -> None:
+    values = ["state", "independent"]
+    said = {"memo.md": ['This export labels `school_type` its own way: "state" means "public", '
+                        '"independent" means "private".']}
+    assert documented_spelling("private", values, said) == ("independent", "memo.md")
+    assert documented_spelling("public", values, said) == ("state", "memo.md")
+    assert documented_spelling("Private", values, said) == ("independent", "memo.md")  # the label's case aside
+    assert documented_spelling("private", values, {"a.md": ["'private' is coded as 'independent'"]}) == (
+        "independent", "a.md")
+    assert documented_spelling("xl", ["ECO", "XL"], {"r.md": ["XL = xl, ECO = economy"]}) == ("XL", "r.md")
+    # a label two codes are said to stand for is no spelling; nor is a label merely near a code
+    assert documented_spelling("private", values, {"m.md": ['"state" means "private"', '"independent" means "private"']}) is None
+    assert documented_spelling("private", values, {"m.md": ["independent schools are mostly private"]}) is None
+    assert documented_spelling("privately", values, said) is None

@@ -157,6 +157,27 @@ async def test_category_hints_go_into_the_task_turn_not_the_shared_prefix(script
     assert first[:-1] == second[:-1]  # system prompt + worked example identical: the KV cache prefix is shared
 
 
+async def test_a_task_without_a_known_category_gets_the_notes_its_question_asks_for(scripted, sales_csv: Path) -> None:
+    """World tasks carry categories such as 'cause' that name no notes section; their questions' words pick the
+    method notes instead (a slope, a lag, a share in percent), and a category that names a section still wins."""
+    script, make_rt = scripted
+    slope = ("The ordinary least-squares slope (with intercept) of `amount` on `qty`, each record counted once, "
+             "in percent. Answer as @mean_amount[value].")
+    script.queue(CODE_TURN, ANSWER_TURN)
+    final, _ = await _run(make_rt(), slope, [sales_csv], categories=["cause", "retail"])
+    turn = script.requests[0].messages[-1]["content"]
+    assert "scipy.stats.linregress(d[x], d[y]).slope" in turn and "drop_duplicates" in turn and "× 100" in turn
+    assert ".shift(k)" not in turn and "pd.Timestamp" not in turn  # no lag, no date window asked for
+    assert final["trajectory"]["user_prompt"] == turn  # the record is the turn the model saw
+    script.queue(CODE_TURN, ANSWER_TURN)
+    await _run(make_rt(), slope, [sales_csv], categories=["Summary Statistics"])
+    turn = script.requests[2].messages[-1]["content"]
+    assert "ddof" in turn and "linregress" not in turn
+    script.queue(CODE_TURN, ANSWER_TURN)
+    await _run(make_rt(), "The total of `amount`. Answer as @mean_amount[value].", [sales_csv])
+    assert "# Method notes" not in script.requests[4].messages[-1]["content"]
+
+
 async def test_repeating_the_same_cell_gets_a_plain_nudge(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     failing = "<think>load</think><code>df = pd.read_csv('nope.csv')</code>"
@@ -440,6 +461,33 @@ async def test_a_filter_on_a_text_the_column_does_not_hold_gets_the_columns_valu
     assert first.startswith("0") and "'North' is not a value of `region` (its values: " in first
     assert all(v in first for v in ("'north'", "'south'", "'east'"))
     assert "not a value" not in second
+
+
+async def test_a_frame_cut_to_one_group_and_filtered_again_gets_the_keep_it_whole_note(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue("<think>gap</think><code>df = pd.read_csv('sales.csv')\ndf = df[df['region'] == 'north']\n"
+                 "s = df[df['region'] == 'south']\nprint(df['amount'].mean() - s['amount'].mean())</code>",
+                 "<think>fix</think><code>df = pd.read_csv('sales.csv')\nn = df[df['region'] == 'north']\n"
+                 "s = df[df['region'] == 'south']\nprint(n['amount'].mean() - s['amount'].mean())</code>",
+                 "<think>done</think><answer>@mean_amount[-10.0]</answer>",
+                 "<think>done</think><answer>@mean_amount[-10.0]</answer>")  # re-asked once: out of range
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    assert first.startswith("nan") and "`df = df[...]` kept only one group's rows" in first  # 10 - mean of nothing
+    assert "The result is nan" not in first  # the note that says why replaces the general one
+    assert second.startswith("-10.0") and "kept only one group" not in second
+
+
+async def test_a_nan_result_gets_the_where_did_the_rows_go_note(scripted, sales_csv: Path) -> None:
+    script, make_rt = scripted
+    script.queue("<think>mean</think><code>df = pd.read_csv('sales.csv')\n"
+                 "print('mean:', df[df['amount'] > 100]['amount'].mean())</code>",
+                 "<think>fix</think><code>print('mean:', df['amount'].mean())</code>",
+                 "<think>done</think><answer>@mean_amount[20.0]</answer>")
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    assert first.startswith("mean: nan") and "The result is nan" in first  # no amount is over 100
+    assert second.startswith("mean: 20.0") and "The result is nan" not in second
 
 
 @pytest.mark.parametrize("cell", ["print(df[df['amount'] > 1 & df['region'] == 'north'])",

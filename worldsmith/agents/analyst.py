@@ -15,9 +15,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from worldsmith.agents.answer_guards import DataFacts, documented_columns
-from worldsmith.agents.line_fixes import assigned_back, parenthesized
+from worldsmith.agents.line_fixes import assigned_back, parenthesized, refiltered
 from worldsmith.core.schemas import Action
 from worldsmith.prompts import template, versions  # noqa: F401  (versions: re-exported for callers)
+from worldsmith.tools.files.names import documented_spelling
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, ParsedTurn, close_action, parse_turn_lenient,
                                       render_observation, render_turn, to_chat_roles)
 from worldsmith.core.grading import decimals_by_name, extract_answers, parse_number
@@ -148,6 +149,29 @@ def category_hints(categories: list[str]) -> str:
         if body and body not in picked:
             picked.append(body)
     return "\n".join(picked)
+
+
+#: analyst_hints.md sections a question asks for by its words, for a task none of whose categories has a section
+#: (world and evolution tasks, `ask` requests): the methods' own vocabulary, never a dataset's names
+_METHOD_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("regression", re.compile(r"\b(?:slope|least[- ]squares|regress(?:ion|ed)?|OLS)\b", re.IGNORECASE)),
+    ("lagged values", re.compile(r"\blag(?:ged|s)?\b", re.IGNORECASE)),
+    ("correlation analysis", re.compile(r"\bcorrelat", re.IGNORECASE)),
+    ("repeated records", re.compile(r"\b(?:counted once|repeated (?:copies|records|rows)|duplicates?)\b",
+                                    re.IGNORECASE)),
+    ("shares and percentages", re.compile(r"\b(?:percent(?:age)?s?|percentage points?)\b|%", re.IGNORECASE)),
+    ("group comparison", re.compile(r"\b(?:minus|gap|difference (?:between|in))\b", re.IGNORECASE)),
+    ("time windows", re.compile(r"\b(?:on or after|before|after|from|until)\s+\d{4}-\d{2}-\d{2}\b", re.IGNORECASE)),
+)
+
+
+def method_hints(categories: list[str], question: str) -> str:
+    """The method notes of a task turn: the sections its categories name (DABench's concepts), else the sections
+    its question's words ask for. generated-v1's world tasks carry categories such as 'cause' that name no
+    section, so they got none: at eb32daa four of its least-squares slopes were a ratio or a mean of `diff()`s, its
+    lagged correlations were never lagged, and a share asked in percentage points came back as 0.2."""
+    return category_hints(categories) or "\n".join(
+        template(HINTS_TEMPLATE).section(name) for name, words in _METHOD_WORDS if words.search(question))
 
 
 def required_names(instruction: str, declared: list[str] | None = None) -> list[str]:
@@ -510,15 +534,21 @@ def compared_literals(code: str) -> list[tuple[str, str]]:
     return list(dict.fromkeys(out))
 
 
-def unheld_values(code: str, values: Mapping[str, Sequence[str]]) -> list[str]:
+def unheld_values(code: str, values: Mapping[str, Sequence[str]],
+                  documents: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """'text' is not a value of `col` (its values: …) for each quoted text the code compares a column with that
-    the column, all of whose values the profile knows, does not hold (a label for the data's code, another case)."""
+    the column, all of whose values the profile knows, does not hold (a label for the data's code, another case),
+    and which value stands for it when a document item says so (`documents`: each document → its list items)."""
     out = []
     for col, text in compared_literals(code):
         known = values.get(col)
         if known and text not in known:
             shown = ", ".join(repr(v) for v in known[:8]) + (", …" if len(known) > 8 else "")
-            out.append(f"{text!r} is not a value of `{col}` (its values: {shown})")
+            if said := documented_spelling(text, known, dict(documents or {})):
+                out.append(feedback("unheld value spelled", text=repr(text), column=col, values=shown,
+                                    file=said[1], code=repr(said[0])))
+            else:
+                out.append(feedback("unheld value", text=repr(text), column=col, values=shown))
     return out
 
 
@@ -605,15 +635,27 @@ def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
     if merged := respelled_merges(code, getattr(result, "stdout", "") or "", facts.respelled, error):
         text += "\n" + feedback("respelled merge", columns=", ".join(map(repr, merged)), column=merged[0],
                                 spellings="; ".join(facts.respelled[c] for c in merged))
-    if unheld := unheld_values(code, facts.values):
+    if unheld := unheld_values(code, facts.values, facts.documents):
         text += "\n" + feedback("value not held", values="; ".join(unheld))
     if error and (wrong := wrong_readers(code, facts.loads, missing_file(error))):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
     if error and echoed_output(code):
         text += "\n" + feedback("echoed output")
+    if cut := refiltered(code):
+        text += "\n" + feedback("refiltered", frame=cut[0], column=cut[1])
     if _CHAINED_INPLACE.search(getattr(result, "stderr", "") or "") and (lines := assigned_back(code)):
         text += "\n" + feedback("assigned back", lines="\n".join(lines))
-    return text + pandas_notes(code, error)
+    text += pandas_notes(code, error)
+    if not error and not text and nan_result(getattr(result, "stdout", "") or ""):
+        text += "\n" + feedback("nan result")
+    return text
+
+
+def nan_result(stdout: str) -> bool:
+    """Whether a cell's last printed line ends in nan (`nan`, `gap: nan`): at eb32daa, 11 of generated-v1's failed
+    questions printed a nan result, most of them several times over, with nothing to say where the rows went."""
+    words = (stdout.strip().splitlines() or [""])[-1].split()
+    return bool(words) and words[-1].lower() == "nan"
 
 
 #: the interpreter's output pasted back as a cell: a traceback's first line or a `File "<cell-N>", line K` frame

@@ -14,6 +14,9 @@ validator check, twice), so the note also shows its own line as it should read:
 `assigned_back`: an in-place method on one column. Under pandas 3's Copy-on-Write, `df["col"].fillna(v, inplace=True)`
 changes a copy and leaves `df` as it was, with only a ChainedAssignmentError warning; a DABench preprocessing answer
 was computed from the unfilled column. The line as it works: `df["col"] = df["col"].fillna(v)`.
+
+`refiltered`: a frame replaced by one group's rows, then filtered for another group (no rewrite: the note says to
+keep the frame whole and filter into new names).
 """
 
 from __future__ import annotations
@@ -138,3 +141,45 @@ def assigned_back(code: str) -> list[str]:
         if len(out) >= MAX_ASSIGNED:
             break
     return out
+
+
+def _filtered_columns(frame: str, node: ast.AST) -> set[str]:
+    """The columns of `frame` a row filter `frame[...]` inside `node` compares (`frame["col"] == v`, `frame.col > v`,
+    `frame["col"].isin([...])`)."""
+    out: set[str] = set()
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id == frame):
+            continue
+        for part in ast.walk(sub.slice):
+            left = part.left if isinstance(part, ast.Compare) else (
+                part.func.value if isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute)
+                and part.func.attr == "isin" else None)
+            column = _column_target(left) if left is not None else None
+            if (column is not None and isinstance(column.value, ast.Name) and column.value.id == frame
+                    and isinstance(column.slice, ast.Constant) and isinstance(column.slice.value, str)):
+                out.add(column.slice.value)
+    return out
+
+
+def refiltered(code: str) -> tuple[str, str] | None:
+    """(frame, column) when the cell replaces a frame by its own rows filtered on a column (`df = df[df["type"] ==
+    "XL"]`) and a later statement filters that frame on the same column again: the second group is looked for
+    among the first group's rows and comes out empty (generated-v1 at eb32daa: `df = df[df["vehicle_type"] ==
+    "XL"]`, then `df[df["vehicle_type"] == "ECO"]`, a nan gap, and `df` stayed cut for every later cell). None
+    otherwise, or when the cell does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    cut: dict[str, set[str]] = {}
+    for stmt in tree.body:
+        for frame, columns in cut.items():
+            if again := sorted(columns & _filtered_columns(frame, stmt)):
+                return frame, again[0]
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Subscript) and isinstance(stmt.value.value, ast.Name)
+                and stmt.value.value.id == stmt.targets[0].id):
+            frame = stmt.targets[0].id
+            if columns := _filtered_columns(frame, stmt.value):
+                cut.setdefault(frame, set()).update(columns)
+    return None

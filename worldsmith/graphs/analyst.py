@@ -419,7 +419,7 @@ def _opening(state: AnalystState, names: list[str], profile_chars: int) -> tuple
     Everything task-specific goes in the task turn, after the system prompt and worked example, so those stay
     byte-identical across questions and the model's prefix cache reuses them."""
     new: list[dict[str, Any]] = []
-    category = agent.category_hints(state.get("categories") or [])
+    category = agent.method_hints(state.get("categories") or [], state["question"])
     hints = "\n".join(h.strip() for h in (category, state.get("hints") or "") if h.strip())
     user_templates = (agent.USER_TEMPLATE, agent.HINTS_TEMPLATE) if category else (agent.USER_TEMPLATE,)
     if not state.get("messages"):

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldsmith.agents.analyst import category_hints, few_shot_messages, opening, system_prompt
+from worldsmith.agents.analyst import few_shot_messages, method_hints, opening, system_prompt
 from worldsmith.core.schemas import Task
 from worldsmith.graphs.solve import task_files
 
@@ -35,7 +35,8 @@ def task_opening(task: Task, profile_chars: int = 4000) -> tuple[list[dict[str, 
     files = task_files(task)
     names = task.deliverable.answer_names or [a.name for a in task.answers]
     categories = [task.category, *task.tags] if task.category else task.tags
-    opened = opening(task.instruction, [str(f) for f in files], profile_chars, names, category_hints(categories))
+    opened = opening(task.instruction, [str(f) for f in files], profile_chars, names,
+                     method_hints(categories, task.instruction))
     return ([{"role": "system", "content": system_prompt()}, *few_shot_messages(),
              {"role": "user", "content": opened.turn}], opened.setup)
 

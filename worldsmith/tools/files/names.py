@@ -114,16 +114,46 @@ def complete_values(t: TableProfile, column: str) -> list[str] | None:
     return values if complete else None
 
 
+_Q = r"""["'`‘’“”]?"""
+_STANDS_FOR = r"(?:means|stands for|denotes|is short for|is used for|=|:|→|->)"
+_WRITTEN_AS = r"(?:is (?:written|coded|recorded|labell?ed|spelled|stored)(?: as)?|becomes|→|->)"
+
+
+def documented_spelling(value: str, values: Collection[str], items: dict[str, list[str]] | dict[str, tuple[str, ...]]
+                        ) -> tuple[str, str] | None:
+    """(the data's value, the document) when a document item says which of a column's `values` stands for a label
+    the column does not hold: `"independent" means "private"`, `XL = xl`, `'private' is coded as 'independent'`
+    (`items`: each document → its list items). None when no item says so, or when it names two of them."""
+    label = re.escape(value)
+    found: dict[str, str] = {}
+    for code in values:
+        c = re.escape(code)
+        said = re.compile(rf"(?<![\w]){_Q}{c}{_Q}\s*{_STANDS_FOR}\s*{_Q}{label}{_Q}(?![\w])"
+                          rf"|(?<![\w]){_Q}{label}{_Q}\s*{_WRITTEN_AS}\s*{_Q}{c}{_Q}(?![\w])", re.IGNORECASE)
+        for file, lines in items.items():
+            if any(said.search(line) for line in lines):
+                found.setdefault(code, file)
+    return next(iter(found.items())) if len(found) == 1 else None
+
+
 def _missing_values(ws: WorkspaceProfile, request: str) -> list[str]:
-    """A quoted value (`col` is 'v') that a column profiled on every row, with all its values known, does not hold."""
+    """A quoted value (`col` is 'v') that a column profiled on every row, with all its values known, does not hold,
+    and the value that stands for it when a document says which (the 1.5B model was told the column's values and
+    the memo's line apart, and compared with 'private' four times more)."""
     notes = template("profile_notes.md")
+    items = {d.file: list_items(d.first_lines) for d in ws.documents}
     out: list[str] = []
     for column, value in dict.fromkeys(_VALUE.findall(request)):
         for t in _holders(ws, column):
             values = complete_values(t, column)
-            if values is not None and value not in values:
-                shown = ", ".join(repr(v) for v in values[:MAX_VALUES]) + (", …" if len(values) > MAX_VALUES else "")
-                out.append(notes.section("value not held", value=value, column=column, table=t.label, values=shown))
+            if values is None or value in values:
+                continue
+            if said := documented_spelling(value, values, items):
+                out.append(notes.section("value spelled", value=value, column=column, table=t.label, code=said[0],
+                                         file=said[1]))
+                continue
+            shown = ", ".join(repr(v) for v in values[:MAX_VALUES]) + (", …" if len(values) > MAX_VALUES else "")
+            out.append(notes.section("value not held", value=value, column=column, table=t.label, values=shown))
     return out
 
 
