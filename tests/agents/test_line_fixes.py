@@ -82,7 +82,7 @@ RIDES = pd.DataFrame({"vehicle_type": ["XL", "ECO", "XL", "ECO"], "fare": [30.0,
 @pytest.mark.parametrize("cell", [
     # generated-v1 at eb32daa: one group kept in `df`, the other looked for among its rows
     'df = df[df["vehicle_type"] == "XL"]\neco = df[df["vehicle_type"] == "ECO"]\ngap = df["fare"].mean() - eco["fare"].mean()',
-    # attribute access, != and isin count as filters on the column too
+    # attribute access, != and a one-value isin count as tests of the column too
     'df = df[df.vehicle_type == "XL"]\neco = df[df.vehicle_type != "XL"]\ngap = df.fare.mean() - eco.fare.mean()',
     'df = df[(df["vehicle_type"] == "XL") & (df["fare"] > 0)]\neco = df[df["vehicle_type"].isin(["ECO"])]\n'
     'gap = df["fare"].mean() - eco["fare"].mean()',
@@ -104,6 +104,12 @@ def test_a_frame_cut_to_one_group_then_filtered_for_another_is_flagged(cell: str
     'df = df[df["vehicle_type"] == "XL"]\nprint(df[df["fare"] > 31])',  # a further filter on another column is fine
     'df = df.dropna()\nx = df[df["vehicle_type"] == "XL"]',  # no filter replaced `df` before the comparison
     'df = df[df["vehicle_type"] == "XL"',  # does not parse
+    # first cut to several groups or a window, then split: both groups are still there (DABench's titanic
+    # classes, generated-v1's urban/rural and before/after a date, all answered right this way)
+    'df = df[df["vehicle_type"].isin(["XL", "ECO"])]\nx = df[df["vehicle_type"] == "XL"]\ne = df[df["vehicle_type"] == "ECO"]',
+    'df = df[(df["vehicle_type"] == "XL") | (df["vehicle_type"] == "ECO")]\ne = df[df["vehicle_type"] == "ECO"]',
+    'df = df[(df["fare"] >= 10) & (df["fare"] < 40)]\nhi = df[df["fare"] >= 30]',
+    'df = df[df["vehicle_type"] == "XL"]\nx = df[df["vehicle_type"] == "XL"]',  # the same group again: no loss
 ])
 def test_a_cell_that_keeps_its_groups_apart_is_not_flagged(cell: str) -> None:
     from worldsmith.agents.line_fixes import refiltered

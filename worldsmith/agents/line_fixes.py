@@ -143,43 +143,56 @@ def assigned_back(code: str) -> list[str]:
     return out
 
 
-def _filtered_columns(frame: str, node: ast.AST) -> set[str]:
-    """The columns of `frame` a row filter `frame[...]` inside `node` compares (`frame["col"] == v`, `frame.col > v`,
-    `frame["col"].isin([...])`)."""
-    out: set[str] = set()
+def _column_of(frame: str, node: ast.expr | None) -> str | None:
+    """The column name of `frame["col"]` / `frame.col`, else None."""
+    column = _column_target(node) if node is not None else None
+    if (column is not None and isinstance(column.value, ast.Name) and column.value.id == frame
+            and isinstance(column.slice, ast.Constant) and isinstance(column.slice.value, str)):
+        return column.slice.value
+    return None
+
+
+def _group_tests(frame: str, node: ast.AST) -> list[tuple[str, bool, object]]:
+    """(column, equal?, value) for each test of one column against one constant in the row filters `frame[...]`
+    inside `node`: `frame["col"] == v` (True), `frame.col != v` (False), `frame["col"].isin([v])` (True)."""
+    out: list[tuple[str, bool, object]] = []
     for sub in ast.walk(node):
         if not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id == frame):
             continue
         for part in ast.walk(sub.slice):
-            left = part.left if isinstance(part, ast.Compare) else (
-                part.func.value if isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute)
-                and part.func.attr == "isin" else None)
-            column = _column_target(left) if left is not None else None
-            if (column is not None and isinstance(column.value, ast.Name) and column.value.id == frame
-                    and isinstance(column.slice, ast.Constant) and isinstance(column.slice.value, str)):
-                out.add(column.slice.value)
+            if (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], (ast.Eq, ast.NotEq))
+                    and isinstance(part.comparators[0], ast.Constant)
+                    and (col := _column_of(frame, part.left)) is not None):
+                out.append((col, isinstance(part.ops[0], ast.Eq), part.comparators[0].value))
+            elif (isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute) and part.func.attr == "isin"
+                  and len(part.args) == 1 and isinstance(part.args[0], (ast.List, ast.Tuple, ast.Set))
+                  and len(part.args[0].elts) == 1 and isinstance(part.args[0].elts[0], ast.Constant)
+                  and (col := _column_of(frame, part.func.value)) is not None):
+                out.append((col, True, part.args[0].elts[0].value))
     return out
 
 
 def refiltered(code: str) -> tuple[str, str] | None:
-    """(frame, column) when the cell replaces a frame by its own rows filtered on a column (`df = df[df["type"] ==
-    "XL"]`) and a later statement filters that frame on the same column again: the second group is looked for
-    among the first group's rows and comes out empty (generated-v1 at eb32daa: `df = df[df["vehicle_type"] ==
-    "XL"]`, then `df[df["vehicle_type"] == "ECO"]`, a nan gap, and `df` stayed cut for every later cell). None
-    otherwise, or when the cell does not parse."""
+    """(frame, column) when the cell replaces a frame by the rows of one group (`df = df[df["type"] == "XL"]`, no
+    `|` in the filter) and a later statement filters that frame for another group of the same column (`== "ECO"`,
+    or `!= "XL"`): the second group is looked for among the first group's rows and comes out empty (generated-v1
+    at eb32daa: a nan gap, and `df` stayed cut for every later cell). A frame first cut to several groups or a
+    date window, then split, is fine and not flagged. None otherwise, or when the cell does not parse."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return None
-    cut: dict[str, set[str]] = {}
+    kept: dict[str, dict[str, object]] = {}  # frame → {column: the one value its rows keep}
     for stmt in tree.body:
-        for frame, columns in cut.items():
-            if again := sorted(columns & _filtered_columns(frame, stmt)):
-                return frame, again[0]
+        for frame, groups in kept.items():
+            for col, equal, value in _group_tests(frame, stmt):
+                if col in groups and (equal != (value == groups[col])):
+                    return frame, col
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                 and isinstance(stmt.value, ast.Subscript) and isinstance(stmt.value.value, ast.Name)
-                and stmt.value.value.id == stmt.targets[0].id):
+                and stmt.value.value.id == stmt.targets[0].id
+                and not any(isinstance(n, (ast.BitOr, ast.Or)) for n in ast.walk(stmt.value.slice))):
             frame = stmt.targets[0].id
-            if columns := _filtered_columns(frame, stmt.value):
-                cut.setdefault(frame, set()).update(columns)
+            kept.setdefault(frame, {}).update({col: value for col, equal, value in _group_tests(frame, stmt.value)
+                                               if equal})
     return None
