@@ -448,44 +448,45 @@ async def test_a_multi_file_question_gets_its_names_placed_and_rl_prompts_match(
     assert task_prompt(task, 4000)[-1]["content"] == turn
 
 
+async def _two_cells(scripted, sales_csv: Path, first: str, second: str, answer: str = "20.0",
+                     answers: int = 1) -> tuple[str, str]:
+    """The observations of two cells the scripted model runs on the sales file before it answers `answer`
+    (`answers` times: a guard can re-ask)."""
+    script, make_rt = scripted
+    script.queue(f"<think>try</think><code>{first}</code>", f"<think>fix</think><code>{second}</code>",
+                 *[f"<think>done</think><answer>@mean_amount[{answer}]</answer>"] * answers)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    one, two = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    return one, two
+
+
 async def test_a_filter_on_a_text_the_column_does_not_hold_gets_the_columns_values(scripted, sales_csv: Path) -> None:
     """A cell without an error that filters on a label the data spells otherwise ('North' for 'north') is told the
     column's values; the fixed cell is not."""
-    script, make_rt = scripted
-    script.queue("<think>filter</think><code>df = pd.read_csv('sales.csv')\n"
-                 "print(df[df['region'] == 'North']['amount'].sum())</code>",
-                 "<think>fix</think><code>print(df[df['region'] == 'north']['amount'].sum())</code>",
-                 "<think>done</think><answer>@mean_amount[10.0]</answer>")
-    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
-    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    first, second = await _two_cells(scripted, sales_csv, "df = pd.read_csv('sales.csv')\n"
+                                     "print(df[df['region'] == 'North']['amount'].sum())",
+                                     "print(df[df['region'] == 'north']['amount'].sum())", answer="10.0")
     assert first.startswith("0") and "'North' is not a value of `region` (its values: " in first
     assert all(v in first for v in ("'north'", "'south'", "'east'"))
     assert "not a value" not in second
 
 
 async def test_a_frame_cut_to_one_group_and_filtered_again_gets_the_keep_it_whole_note(scripted, sales_csv: Path) -> None:
-    script, make_rt = scripted
-    script.queue("<think>gap</think><code>df = pd.read_csv('sales.csv')\ndf = df[df['region'] == 'north']\n"
-                 "s = df[df['region'] == 'south']\nprint(df['amount'].mean() - s['amount'].mean())</code>",
-                 "<think>fix</think><code>df = pd.read_csv('sales.csv')\nn = df[df['region'] == 'north']\n"
-                 "s = df[df['region'] == 'south']\nprint(n['amount'].mean() - s['amount'].mean())</code>",
-                 "<think>done</think><answer>@mean_amount[-10.0]</answer>",
-                 "<think>done</think><answer>@mean_amount[-10.0]</answer>")  # re-asked once: out of range
-    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
-    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    first, second = await _two_cells(
+        scripted, sales_csv, "df = pd.read_csv('sales.csv')\ndf = df[df['region'] == 'north']\n"
+        "s = df[df['region'] == 'south']\nprint(df['amount'].mean() - s['amount'].mean())",
+        "df = pd.read_csv('sales.csv')\nn = df[df['region'] == 'north']\n"
+        "s = df[df['region'] == 'south']\nprint(n['amount'].mean() - s['amount'].mean())",
+        answer="-10.0", answers=2)  # -10 is re-asked once: out of the column's range
     assert first.startswith("nan") and "`df = df[...]` kept only one group's rows" in first  # 10 - mean of nothing
     assert "The result is nan" not in first  # the note that says why replaces the general one
     assert second.startswith("-10.0") and "kept only one group" not in second
 
 
 async def test_a_nan_result_gets_the_where_did_the_rows_go_note(scripted, sales_csv: Path) -> None:
-    script, make_rt = scripted
-    script.queue("<think>mean</think><code>df = pd.read_csv('sales.csv')\n"
-                 "print('mean:', df[df['amount'] > 100]['amount'].mean())</code>",
-                 "<think>fix</think><code>print('mean:', df['amount'].mean())</code>",
-                 "<think>done</think><answer>@mean_amount[20.0]</answer>")
-    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
-    first, second = (s["observation"] for s in final["trajectory"]["steps"][:2])
+    first, second = await _two_cells(scripted, sales_csv, "df = pd.read_csv('sales.csv')\n"
+                                     "print('mean:', df[df['amount'] > 100]['amount'].mean())",
+                                     "print('mean:', df['amount'].mean())")
     assert first.startswith("mean: nan") and "The result is nan" in first  # no amount is over 100
     assert second.startswith("mean: 20.0") and "The result is nan" not in second
 
