@@ -544,7 +544,7 @@ def unheld_values(code: str, values: Mapping[str, Sequence[str]],
         known = values.get(col)
         if known and text not in known:
             shown = ", ".join(repr(v) for v in known[:8]) + (", …" if len(known) > 8 else "")
-            if said := documented_spelling(text, known, dict(documents or {})):
+            if said := documented_spelling(text, known, documents or {}):
                 out.append(feedback("unheld value spelled", text=repr(text), column=col, values=shown,
                                     file=said[1], code=repr(said[0])))
             else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from worldsmith.prompts import template
@@ -119,7 +119,7 @@ _STANDS_FOR = r"(?:means|stands for|denotes|is short for|is used for|=|:|→|->)
 _WRITTEN_AS = r"(?:is (?:written|coded|recorded|labell?ed|spelled|stored)(?: as)?|becomes|→|->)"
 
 
-def documented_spelling(value: str, values: Collection[str], items: dict[str, list[str]] | dict[str, tuple[str, ...]]
+def documented_spelling(value: str, values: Collection[str], items: Mapping[str, Sequence[str]]
                         ) -> tuple[str, str] | None:
     """(the data's value, the document) when a document item says which of a column's `values` stands for a label
     the column does not hold: `"independent" means "private"`, `XL = xl`, `'private' is coded as 'independent'`
