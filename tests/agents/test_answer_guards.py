@@ -290,6 +290,26 @@ def test_the_answer_lines_example_value_unshown_is_an_example_copy() -> None:
     assert [x.kind for x in check_answer("@lag_corr[0.43]", q, ["lag_corr"], cells, ["d.csv"])] == ["example_copy"]
 
 
+def test_the_answer_lines_description_written_back_is_an_example_copy() -> None:
+    """generated-v1 at 453da4c: the 1.5B model ended with @adherence_ae_lag[value as a correlation coefficient
+    (unitless, between -1 and 1), e.g. 0.432] — the answer line itself, no number — and it was graded as an answer."""
+    from worldsmith.agents.answer_guards import Cell, check_answer, format_example_copy
+
+    line = "value as a correlation coefficient (unitless, between -1 and 1), e.g. 0.432"
+    q = f"The lag-1 correlation. End your answer with @adherence_ae_lag[{line}]"
+    cells = [Cell("df = pd.read_csv('d.csv')\nprint(df['x'].corr(df['y']))", True, "0.1771\n")]
+    f = format_example_copy(f"@adherence_ae_lag[{line}]", q, ["adherence_ae_lag"], cells)
+    assert f is not None and f.kind == "example_copy" and "description of the value" in f.detail
+    # the first words are enough: a copy cut short, or with the example dropped
+    assert format_example_copy("@adherence_ae_lag[Value as a correlation coefficient]", q, ["adherence_ae_lag"],
+                               cells) is not None
+    assert format_example_copy("@adherence_ae_lag[0.177]", q, ["adherence_ae_lag"], cells) is None
+    # a bare "value" in the answer line is the template's word: answering "value" is the format check's business
+    assert format_example_copy("@r[value]", "Answer as @r[value].", ["r"], cells) is None
+    assert [x.kind for x in check_answer(f"@adherence_ae_lag[{line}]", q, ["adherence_ae_lag"], cells,
+                                         ["d.csv"])] == ["example_copy"]
+
+
 def _pandas_error(fn) -> object:  # noqa: ANN001
     """The ExecError the sandbox would report for what `fn` raises in real pandas."""
     from worldsmith.tools.sandbox.base import ExecError

@@ -354,18 +354,35 @@ def format_example_copy(answer: str, question: str, names: Sequence[str], cells:
     answered @r[0.43]) while no output of this conversation shows it: a copied placeholder, not a result."""
     seen = "\n".join(c.observation for c in cells)
     got = extract_answers(answer)
-    copied = []
+    copied, described = [], []
     for n in names:
+        line = re.search(rf"@{re.escape(n)}\[([^\]]+)\]", question)
+        if line and n in got and _placeholder(got[n], line.group(1)):
+            described.append(f"@{n}")
+            continue
         m = re.search(rf"@{re.escape(n)}\[[^\]]*?\be\.g\.\s*([-+]?[\d.,]+%?)", question)
         if m is None or n not in got:
             continue
         example, value = parse_number(m.group(1).rstrip(".,")), parse_number(got[n])
         if example is not None and value == example and not _shows_number(seen, got[n].strip()):
             copied.append(f"@{n}[{got[n].strip()}]")
+    if described:
+        return Finding("example_copy", f"{', '.join(described)} repeats the answer line's description of the value "
+                                       "instead of giving the value your code computed")
     if not copied:
         return None
     return Finding("example_copy", f"{', '.join(copied)} is the example value of the answer line, and no output "
                                    "of your code shows it")
+
+
+def _placeholder(value: str, description: str) -> bool:
+    """Whether an answer's value is the answer line's own description ("value as a correlation coefficient
+    (unitless, between -1 and 1), e.g. 0.432") rather than a result: it holds the description's first five words,
+    or all of a shorter one (a bare "value" is the template's word, not a description)."""
+    words = normalise_text(description).split()
+    if len(words) < 2:
+        return False
+    return " ".join(words[:5]) in normalise_text(value)
 
 
 def _shows_number(text: str, value: str) -> bool:
