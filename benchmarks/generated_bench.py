@@ -16,6 +16,7 @@ tasks per world are kept, distinct kinds of quantity first, and ordered round ro
     python benchmarks/generated_bench.py [--model qwen2.5-coder-1.5b] [--limit N] [--samples 1] [--threads N]
                                          [--max-turns 6] [--out summary.json] [--resume RUN_DIR] [--cache]
                                          [--files one|several]   # the questions that need one data file, or several
+                                         [--ids ID,ID…|@FILE]    # only these questions (a subset to compare a change on)
 
 Running it is the same as benchmarks/dabench_dev.py (same options, same eval harness and grader,
 core/grading.py through the tasks' answer specs); --out writes the summary that benchmarks/compare.py reads.
@@ -171,15 +172,22 @@ def stratum_ids(data: Path, files: str | None) -> list[str] | None:
 
 async def run_bench(rt: Any, data: Path = DATA, *, limit: int | None = None, samples: int = 1,
                     run_path: Path | None = None, progress: Any = None, files: str | None = None,
-                    **meta: Any) -> dict[str, Any]:
+                    only: list[str] | None = None, **meta: Any) -> dict[str, Any]:
     """Evaluate the analyst of runtime `rt` on the frozen set (the eval harness, graded by core/grading.py
-    through each answer's spec), or on its questions of one stratum (`files`: "one" or "several" data files);
+    through each answer's spec), or on its questions of one stratum (`files`: "one" or "several" data files),
+    or on the questions `only` lists (a subset to compare a change on: its figure is not the set's);
     returns the benchmark summary (training/bench_summary.py)."""
     from worldsmith.app.eval import evaluate_path
     from worldsmith.training.bench_summary import FILE_STRATA, summarize_run
 
-    result = await evaluate_path(rt, data, samples=samples, limit=limit, ids=stratum_ids(data, files),
-                                 run_path=run_path, progress=progress)
+    ids = stratum_ids(data, files)
+    if only:
+        unknown = sorted(set(only) - set(stratum_ids(data, "one") or []) - set(stratum_ids(data, "several") or []))
+        if unknown:
+            raise SystemExit(f"--ids: not questions of {data / 'tasks.jsonl'}: {', '.join(unknown)}")
+        ids = [i for i in (ids if ids is not None else only) if i in only]
+    result = await evaluate_path(rt, data, samples=samples, limit=limit, ids=ids, run_path=run_path,
+                                 progress=progress)
     # a stratum is its own benchmark row in compare.py, named as compare.py --by-files names it
     name = NAME if files is None else f"{NAME} ({FILE_STRATA[files]})"
     return summarize_run(result, benchmark=name, **meta)
@@ -199,8 +207,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     progress, on_progress = progress_reporter(show=True)
     with progress:
         return asyncio.run(run_bench(rt, args.data, limit=args.limit, samples=args.samples, run_path=args.resume,
-                                     progress=on_progress, files=args.files, model=args.model, threads=args.threads,
+                                     progress=on_progress, files=args.files, only=_ids(args.ids), model=args.model,
+                                     threads=args.threads,
                                      max_turns=settings.analyst.max_turns))
+
+
+def _ids(value: str | None) -> list[str] | None:
+    """--ids: comma-separated question ids, or @FILE with one id per line."""
+    if not value:
+        return None
+    text = Path(value[1:]).read_text() if value.startswith("@") else value.replace(",", "\n")
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def main() -> None:
@@ -219,6 +236,7 @@ def main() -> None:
     ap.add_argument("--max-turns", type=int, default=6)
     ap.add_argument("--files", choices=["one", "several"], default=None,  # bench_summary.FILE_STRATA
                     help="only the questions whose answers need one data file (as a DABench question) or several")
+    ap.add_argument("--ids", default=None, help="only these questions: ID,ID,… or @FILE (one id per line)")
     ap.add_argument("--cache", action="store_true", help="reuse cached LLM responses (times are then not real)")
     args = ap.parse_args()
     if args.build:

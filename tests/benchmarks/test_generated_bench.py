@@ -212,3 +212,13 @@ def test_the_set_splits_by_the_data_files_each_answer_needs() -> None:
     assert "finance-branches-s1101-cause-opex-large-branch-opex" in several
     assert not set(one) & set(several) and len(one) + len(several) == len((DATA / "tasks.jsonl").read_text().splitlines())
     assert g.stratum_ids(DATA, None) is None
+
+
+async def test_ids_pick_a_subset_and_an_unknown_id_stops_before_any_model_call(scripted, tmp_path: Path) -> None:
+    g = _script()
+    (tmp_path / "ids.txt").write_text("a-1\n\n b-2 \n")
+    assert g._ids("a-1,b-2") == ["a-1", "b-2"] and g._ids(f"@{tmp_path / 'ids.txt'}") == ["a-1", "b-2"]
+    assert g._ids(None) is None
+    _, make_rt = scripted
+    with pytest.raises(SystemExit, match="not questions of .*: no-such-task"):
+        await g.run_bench(make_rt(), DATA, only=["no-such-task", "commercial-growth-retail-s1103-cause-amount-north-income"])
