@@ -4,8 +4,8 @@ alternative check, return supported / revised / unsupported.
 The deterministic part decides first and cannot be overruled: a script that fails on re-run, prints other
 numbers than `execution_result.json` records, does not print a number the conclusion states, or never works on
 the time grain the conclusion names (a "monthly" figure from a daily groupby), a conclusion that states a number
-no RESULT line records or names a column the script never reads: each makes the claim unsupported without asking
-the model. Only a reproduced claim goes to the model, which proposes one alternative check (run in the same fresh
+no RESULT line records or names a column the script never reads, a script that uses a column a note on its files
+says changed unit from a date without converting it: each makes the claim unsupported without asking the model. Only a reproduced claim goes to the model, which proposes one alternative check (run in the same fresh
 sandbox; a check that does not run goes back once with its error) and judges it. A model that gives no usable plan
 or judgement leaves the claim unsupported. A check that was written but never ran (both tries crashed) is no
 evidence against the claim: it stands on its reproduction, recorded as unchecked (`Verdict.checked` False), and
@@ -18,7 +18,9 @@ does not overturn it).
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import math
 import re
 import tempfile
 from pathlib import Path
@@ -48,7 +50,7 @@ from worldsmith.core.grading import Tolerant
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.core.schemas import Finding
 from worldsmith.prompts import template
-from worldsmith.tools.files.names import file_notes
+from worldsmith.tools.files.names import file_items, file_notes, unit_change
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
 TEMPLATE = "evolve_validator.md"
@@ -233,6 +235,55 @@ def unread_in(text: str, unused: list[str]) -> list[str]:
     return [c for c in unused if re.search(rf"(?<![\w.`']){re.escape(c)}(?![\w`'])|[`']{re.escape(c)}[`']", text, re.I)]
 
 
+def unconverted_units(script: str, inputs: list[Path]) -> list[tuple[str, str, str]]:
+    """(column, document, its line) for each column the script uses (a quoted name or an attribute, comments
+    aside) that a note on a file it reads says changed unit from a date, with a conversion factor ("From
+    2024-05-01, `usage_hours` is recorded in minutes instead of hours (1 hours = 60.0 minutes)"), when no number
+    in the script is that factor or its inverse: its rows in two units were computed as one. v17 verified "the
+    correlation between date and usage_hours is 0.7003" over minutes and hours mixed (0.31 with the minutes made
+    hours again). Tables of the column whose dates all fall before the change (a 2023 file, a 2024 change) need
+    no factor; a script whose own window ends before the change is flagged all the same."""
+    from worldsmith.agents.analyst import mounted_profile
+
+    code = without_comments(script)
+    read = files_read(script, inputs)
+    if not read:
+        return []
+    literals = _numbers_in(code)
+    out: list[tuple[str, str, str]] = []
+    ws = None
+    for doc, item in file_items(inputs, read):
+        change = unit_change(item)
+        if change is None or change[4] is None:
+            continue
+        column, since, factor = change[0], change[1], float(change[4].removeprefix("1/"))
+        if not re.search(rf"""['"]{re.escape(column)}['"]|\.{re.escape(column)}\b""", code):
+            continue
+        if any(math.isclose(x, f, rel_tol=1e-6) for x in literals for f in (factor, 1 / factor)):
+            continue
+        ws = ws or mounted_profile([str(p) for p in inputs], read)
+        holders = [t for t in ws.tables if Path(t.file).name in read and any(c.name == column for c in t.columns)]
+        if holders and all(_ends_before(t, since) for t in holders):
+            continue
+        out.append((column, doc, item))
+    return out
+
+
+def _ends_before(table: Any, since: str) -> bool:
+    """Whether every date column of a table (as profiled) ends before the ISO date `since` (False without one)."""
+    ends = [str(c.max)[:10] for c in table.columns if c.semantic_type == "datetime" and c.max is not None]
+    return bool(ends) and all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", e) and e < since for e in ends)
+
+
+def _numbers_in(code: str) -> list[float]:
+    """The numeric literals of a script (by its syntax tree; by pattern when it does not parse)."""
+    try:
+        return [float(n.value) for n in ast.walk(ast.parse(code))
+                if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) and not isinstance(n.value, bool)]
+    except (SyntaxError, ValueError):
+        return [float(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", code)]
+
+
 def judgement_problems(j: Judgement, evidence: str) -> list[str]:
     if j.verdict != "unsupported" and not j.ground_truth.strip():
         return [f"a {j.verdict} verdict needs ground_truth: the statement the evidence supports"]
@@ -279,6 +330,11 @@ async def validate(llm: Any, result: ExecutionResult, goal: GoalPackage, *, work
                     names = ", ".join(f"`{c}`" for c in unread)
                     return Outcome(Verdict(verdict="unsupported", reproduced=True, issues=[
                         " ".join(template(TEMPLATE).section(section, columns=names).split())]))
+            if mixed := await asyncio.to_thread(unconverted_units, script, inputs):
+                column, doc, line = mixed[0]
+                return Outcome(Verdict(verdict="unsupported", reproduced=True, issues=[
+                    " ".join(template(TEMPLATE).section("unconverted units", column=column, file=doc,
+                                                        line=line).split())]))
             out = await _falsify(llm, result, goal, script, rerun, sb, inputs, role, retries, timeout_s)
     # the numbers hold for the rows the script kept; the statement must say which rows those are
     for scope, what in ((scope_clause, "keeps only the rows dated by its filter"), (outlier_clause, "drops outliers")):

@@ -547,3 +547,46 @@ async def test_a_script_that_never_reads_the_column_its_goal_asks_about_is_unsup
     out = await validate(llm, result, goal, workdir=work, inputs=[data / "orders.csv"], sandbox=sandbox_config)
     assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
     assert "the goal asks about `basket_size`, a column of the data the script never reads" in out.value.issues[0]
+
+
+async def test_a_script_mixing_two_units_a_note_documents_is_unsupported_without_asking(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    # v17: "the correlation between date and usage_hours is 0.7003" over hours and, from 2024-05-01, minutes
+    from worldsmith.agents.validator import unconverted_units
+
+    data = tmp_path / "data"
+    data.mkdir()
+    usage = pd.DataFrame({"date": ["2024-03-01", "2024-04-01", "2024-05-01", "2024-06-01"],
+                          "usage_hours": [2.0, 3.0, 120.0, 180.0]})  # by hand: 2, 3, 2, 3 hours
+    usage.to_csv(data / "usage.csv", index=False)
+    (data / "notes.md").write_text("# Notes on `usage.csv`\n\n- From 2024-05-01, `usage_hours` is recorded in minutes "
+                                   "instead of hours (1 hours = 60.0 minutes).\n")
+    inputs = [data / "usage.csv", data / "notes.md"]
+    mixed = ("import pandas as pd\ndf = pd.read_csv('usage.csv')\n"
+             "print(f\"RESULT mean_usage = {df['usage_hours'].mean()}\")  # 60 rows? no")
+    fixed = mixed.replace("df = pd.read_csv('usage.csv')\n", "df = pd.read_csv('usage.csv')\n"
+                          "df.loc[pd.to_datetime(df.date) >= '2024-05-01', 'usage_hours'] /= 60\n")
+    assert unconverted_units(mixed, inputs) == [("usage_hours", "notes.md", "From 2024-05-01, `usage_hours` is "
+                                                 "recorded in minutes instead of hours (1 hours = 60.0 minutes).")]
+    assert unconverted_units(fixed, inputs) == []
+    by_inverse = mixed.replace("df['usage_hours'].mean()", "(df['usage_hours'] * 0.016666666666666666).mean()")
+    assert unconverted_units(by_inverse, inputs) == []  # the inverse factor converts as well
+    other = "import pandas as pd\ndf = pd.read_csv('usage.csv')\nprint(f\"RESULT n = {len(df)}\")"
+    assert unconverted_units(other, inputs) == []  # the changed column unused
+    assert unconverted_units(mixed, [data / "usage.csv"]) == []  # no note: nothing to say
+    # a table whose dates all fall before the change holds one unit: nothing to convert
+    usage.iloc[:2].to_csv(data / "early.csv", index=False)
+    (data / "notes.md").write_text((data / "notes.md").read_text().replace("`usage.csv`", "`usage.csv`, `early.csv`"))
+    assert unconverted_units(mixed.replace("usage.csv", "early.csv"), [*inputs, data / "early.csv"]) == []
+    work = tmp_path / "n1"
+    work.mkdir()
+    (work / "analyze_node1.py").write_text(mixed)
+    mean = float(usage.usage_hours.mean())  # 76.25, hours and minutes averaged together
+    result = ExecutionResult(node="1", status="completed", goal="Mean usage_hours in usage.csv.",
+                             numbers={"mean_usage": mean}, conclusion=f"The mean usage_hours is {mean}.",
+                             script="analyze_node1.py", log="analysis_log.md", inputs=["usage.csv"])
+    _, llm = scripted_llm  # nothing queued: the model is not asked
+    out = await validate(llm, result, GoalPackage(goal=result.goal), workdir=work, inputs=inputs,
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
+    assert "uses `usage_hours` without converting those rows" in out.value.issues[0]

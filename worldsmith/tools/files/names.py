@@ -45,6 +45,13 @@ def file_notes(paths: list[Path], files: Collection[str], max_lines: int = MAX_N
     """The list items of the documents under `paths` (files or folders, as the sandbox mounts them) that name one
     of `files` (base names): a data room's notes on an export — a unit that changed, repeated records, how its ids
     are written. Only a document's first `max_lines` lines are read."""
+    notes = template("profile_notes.md")
+    return [notes.section("document line", file=label, line=item)
+            for label, item in file_items(paths, files, max_lines)][:MAX_DOC_LINES]
+
+
+def file_items(paths: list[Path], files: Collection[str], max_lines: int = MAX_NOTE_LINES) -> list[tuple[str, str]]:
+    """(document, list item) for the notes `file_notes` quotes, every one of them."""
     docs: list[tuple[Path, str]] = []
     others: set[str] = set()  # the other files' names: the tables a document may list
     for p in paths:
@@ -55,8 +62,7 @@ def file_notes(paths: list[Path], files: Collection[str], max_lines: int = MAX_N
                 docs.append((f, f"{p.name}/{f.relative_to(p).as_posix()}" if p.is_dir() else f.name))
             else:
                 others.add(f.name)
-    notes = template("profile_notes.md")
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     for path, label in docs:
         try:
             with path.open(encoding="utf-8", errors="replace") as fh:
@@ -67,9 +73,9 @@ def file_notes(paths: list[Path], files: Collection[str], max_lines: int = MAX_N
             continue
         if len(others) >= 3 and all(any(names_file(line, f) for line in lines) for f in others):
             continue  # an index of the data room (a README listing every file) is no note on one of them
-        out += [notes.section("document line", file=label, line=_BULLET.sub("", line).strip())
-                for line in lines if _BULLET.match(line) and not _POINTER.search(line)]
-    return out[:MAX_DOC_LINES]
+        out += [(label, _BULLET.sub("", line).strip()) for line in lines
+                if _BULLET.match(line) and not _POINTER.search(line)]
+    return out
 
 
 def request_names(request: str) -> list[str]:
