@@ -392,3 +392,20 @@ def test_a_window_end_meant_as_its_last_day_is_moved_a_day_on_only_when_that_giv
     assert fixed is not None and str(fixed.window.end) == "2023-06-02" and str(fixed.window.start) == "2023-01-01"
     assert spec_value(fixed, root)[0] == pytest.approx(410 / 3)
     assert repaired(meant, root, "mean_income", 999.0) is None  # a day later does not give it either
+
+
+def test_a_memo_named_as_the_measures_file_is_a_problem_not_a_crash(root: Path) -> None:
+    """v17: the writer named `data/memos/product_analytics.md` the measure's file; reading it as a table raised
+    FileReadError and the whole target was dropped as a synthesis failure."""
+    (root / "data" / "memos").mkdir()
+    (root / "data" / "memos" / "crm.md").write_text("# Notes\n\n- From 2024-01-01, `income` is recorded in kUSD.\n")
+    memo = spec(measure={"variable": "income", "description": "income", "files": ["data/memos/crm.md"],
+                         "unit": "USD"})
+    assert spec_value(memo, root) == (None, ["data/memos/crm.md is not a data file: name the table that records "
+                                             "`income`"])
+    assert spec_mismatch(memo, root, 200.0) == ["data/memos/crm.md is not a data file: name the table that records "
+                                                "`income`"]
+    (root / "data" / "broken.parquet").write_text("not parquet")  # a data file that cannot be read: unchecked
+    broken = spec(measure={"variable": "income", "description": "income", "files": ["data/broken.parquet"],
+                           "unit": "USD"})
+    assert spec_value(broken, root) == (None, [])

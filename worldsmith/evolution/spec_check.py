@@ -104,9 +104,12 @@ def spec_value(facets: AnswerFacets, root: Path) -> tuple[float | None, list[str
     if any(f.column in facets.other_columns and facets.measure.files[0] not in facets.other_columns[f.column]
            for f in facets.filters):  # a filter on another table's column: that needs the join, not computed here
         return None, []
+    if not is_data_file(facets.measure.files[0].split("[", 1)[0]):  # v17's writer named a memo the measure's file
+        return None, [f"{facets.measure.files[0]} is not a data file: name the table that records "
+                      f"`{facets.measure.variable}`"]
     try:
         df = _table(root, facets.measure.files[0])
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, FileReadError):
         return None, []
     if facets.quantity != "count" and facets.measure.variable not in df.columns:
         return None, [f"measure `{facets.measure.variable}` is not a column of {facets.measure.files[0]}"]
