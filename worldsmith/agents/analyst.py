@@ -492,7 +492,7 @@ _ERROR_NOTES = ((_TEXT_DATES, "text dates"), (_DATE_FORMAT, "date formats"), (_T
                 (_RESAMPLE, "resample"), (_TEXT_IN_NUMBERS, "text in numbers"), (_ONE_NUMBER, "one number"),
                 (_STR_ON_NUMBERS, "str on numbers"), (_CONTINUOUS_LABELS, "continuous labels"))
 #: a call given an argument it does not take (`s.corr(t, ddof=0)`: three embedded validator checks crashed on it)
-_UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")
+UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")
 
 
 def pandas_notes(code: str, error: Any) -> str:
@@ -512,7 +512,7 @@ def pandas_notes(code: str, error: Any) -> str:
         return text
     raised = f"{error.type}: {error.message}"
     text += "".join("\n" + feedback(section) for pattern, section in _ERROR_NOTES if pattern.search(raised))
-    if m := _UNKNOWN_ARGUMENT.search(raised):
+    if m := UNKNOWN_ARGUMENT.search(raised):
         text += "\n" + feedback("unknown argument", call=m.group("call"), name=m.group("name"))
     return text
 

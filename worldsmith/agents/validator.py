@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worldsmith.agents.analyst import decide_unlooped, loop_cut
+from worldsmith.agents.analyst import UNKNOWN_ARGUMENT, decide_unlooped, loop_cut
 from worldsmith.agents.asking import Outcome, ask, record_call, versions
 from worldsmith.agents.executor import OBSERVATION_CHARS, files_read, script_notes
 from worldsmith.core.claim_numbers import (
@@ -284,6 +284,31 @@ def _numbers_in(code: str) -> list[float]:
         return [float(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", code)]
 
 
+def without_unknown_argument(code: str, error: Any) -> str | None:
+    """The check's code with the keyword argument its error says a call does not take removed from every call of
+    that name (`s.corr(t, ddof=0)` → `s.corr(t)`: pandas' `corr`, `sum` and `mean` take no `ddof`, and the call
+    means the same without it), or None when the error is another one or the code has no such call. The code is
+    re-written from its syntax tree, so its comments go."""
+    if error is None or error.type != "TypeError" or not (m := UNKNOWN_ARGUMENT.search(error.message or "")):
+        return None
+    call, name = m.group("call").rsplit(".", 1)[-1], m.group("name")
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    dropped = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _call_name(node.func) == call:
+            kept = [k for k in node.keywords if k.arg != name]
+            dropped += len(node.keywords) - len(kept)
+            node.keywords = kept
+    return ast.unparse(tree) if dropped else None
+
+
+def _call_name(func: ast.expr) -> str | None:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
 def judgement_problems(j: Judgement, evidence: str) -> list[str]:
     if j.verdict != "unsupported" and not j.ground_truth.strip():
         return [f"a {j.verdict} verdict needs ground_truth: the statement the evidence supports"]
@@ -413,6 +438,13 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
             return out
         await sb.restart()  # the check starts from a clean interpreter, not the script's variables
         check = await sb.run(plan.code, timeout=timeout_s)
+        if not check.ok and (fixed := without_unknown_argument(plan.code, check.error)) is not None:
+            # v8, v9 and v17 each lost checks to `.corr(y, ddof=0)` / `.mean(ddof=0)`, written again after the note
+            out.errors.append(f"falsification check {attempt} did not run: {check.error.type}: "
+                              f"{check.error.message}; run again without that argument")
+            plan = plan.model_copy(update={"code": fixed})
+            await sb.restart()
+            check = await sb.run(plan.code, timeout=timeout_s)
         if check.ok or attempt == CHECK_ATTEMPTS:
             break
         # a check that does not run is no evidence either way: the model gets its error and one more try

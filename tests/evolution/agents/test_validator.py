@@ -231,11 +231,11 @@ async def test_a_check_that_never_runs_cannot_falsify_the_reproduced_claim(scrip
     # v9: both checks of a correct, reproduced join claim crashed, and the judge then refused the claim for it
     script, llm = scripted_llm
     result = node(tmp_path / "n1", "South sold 70 in total.", {"south_total": south_total(data)})
-    ddof = plan("the total with a ddof", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
-                "print(f\"RESULT x = {df.amount.sum(ddof=1)}\")")
+    column = plan("the total of a column spelt otherwise", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                  "print(f\"RESULT x = {df['Amount'].sum()}\")")
     cast = plan("ids as numbers", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
                 "print(f\"RESULT x = {df.region.astype(float).sum()}\")")
-    script.queue(ddof, cast)  # no judgement queued: none may be asked for
+    script.queue(column, cast)  # no judgement queued: none may be asked for
     out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
                          sandbox=sandbox_config)
     v = out.value
@@ -244,7 +244,32 @@ async def test_a_check_that_never_runs_cannot_falsify_the_reproduced_claim(scrip
     assert "could not convert string to float" in v.falsification  # the last crash is on record
     assert len(out.calls) == 2 and out.errors[0].startswith("falsification check 1 did not run")
     # the retry carried the analyst's note for the error, as the analyst and the executor get it
-    assert "`sum()` takes no argument `ddof`" in script.requests[1].last_user
+    assert "'Amount' → 'amount'" in script.requests[1].last_user
+
+
+async def test_a_check_crashing_on_an_argument_its_call_does_not_take_runs_again_without_it(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    """v8, v9 and v17 left correct findings unchecked on `.corr(y, ddof=0)` and `.mean(ddof=0)`, written again after
+    the note said the call takes no `ddof`."""
+    from worldsmith.agents.validator import without_unknown_argument
+    from worldsmith.tools.sandbox.base import ExecError
+
+    script, llm = scripted_llm
+    total = south_total(data)
+    result = node(tmp_path / "n1", f"South sold {total:g} in total.", {"south_total": total})
+    ddof = plan("the total from a groupby", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                "print(f\"RESULT by_group = {df.groupby('region').amount.sum(ddof=1)['south']}\")  # ddof")
+    script.queue(ddof)  # the repaired check lands on the claim: no retry, no judgement
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    assert out.value.verdict == "supported" and out.value.checked and len(out.calls) == 1
+    assert "unexpected keyword argument 'ddof'; run again without that argument" in out.errors[0]
+    # by hand: the argument goes from calls of that name only; other errors, or no such call, give None
+    err = ExecError(type="TypeError", message="Series.corr() got an unexpected keyword argument 'ddof'")
+    code = "r = a.corr(b, ddof=0, method='pearson')\nv = a.var(ddof=0)\n"
+    assert without_unknown_argument(code, err) == "r = a.corr(b, method='pearson')\nv = a.var(ddof=0)"
+    assert without_unknown_argument("r = a.var(ddof=0)", err) is None
+    assert without_unknown_argument(code, ExecError(type="KeyError", message="'ddof'")) is None
 
 
 async def test_a_check_that_misses_a_column_gets_the_datas_spelling_as_the_executor_does(
