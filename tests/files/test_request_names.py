@@ -238,33 +238,3 @@ def test_unit_change_reads_the_column_date_units_and_the_direction_of_the_factor
     assert unit_change("`amount` is recorded in USD cents instead of USD (1 USD = 100.0 USD cents).") is None
     assert unit_change("From 2024-07-01, `amount` is called `amt`.") is None
 
-
-def test_a_documented_unit_change_gets_code_that_brings_the_rows_back(tmp_path: Path) -> None:
-    # by hand: two rows before the change in USD (10, 20), two after it in cents (3000, 4000) = 30 and 40 USD
-    (tmp_path / "orders.csv").write_text("order_id,date,amount\n1,2024-06-01,10\n2,2024-06-30,20\n"
-                                         "3,2024-07-01,3000\n4,2024-08-15,4000\n")
-    (tmp_path / "customers.csv").write_text("cust,region\n1,N\n")
-    (tmp_path / "memo.md").write_text("# Order notes\n\n- From 2024-07-01, `amount` is recorded in USD cents instead "
-                                      "of USD (1 USD = 100.0 USD cents).\n")
-    ws = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True)
-    lines = request_notes("The mean `amount` in USD of the `orders` records.", ws)
-    note = next(x for x in lines if "in rows dated on or after 2024-07-01" in x)
-    assert note.startswith("- `amount` holds USD cents, not USD, in rows dated on or after 2024-07-01 (memo.md says so)")
-    code = note.rsplit("`", 2)[1]
-    df = pd.read_csv(tmp_path / "orders.csv")
-    exec(code, {"pd": pd, "df": df})
-    assert df["amount"].tolist() == [10, 20, 30, 40]
-    # a question that names no changed column gets no such note
-    assert not any("rows dated" in x for x in request_notes("How many `region` values?", ws))
-
-
-def test_a_unit_change_without_a_factor_or_one_date_column_is_said_in_words(tmp_path: Path) -> None:
-    (tmp_path / "orders.csv").write_text("order_id,date,shipped,amount\n1,2024-06-01,2024-06-02,10\n"
-                                         "2,2024-07-02,2024-07-03,3000\n")
-    (tmp_path / "memo.md").write_text("# Order notes\n\n- From 2024-07-01, `amount` is recorded in USD cents instead "
-                                      "of USD (1 USD = 100.0 USD cents).\n")
-    ws = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True)
-    lines = request_notes("The mean `amount` in USD.", ws)
-    assert ("- `amount` holds USD cents, not USD, in rows dated on or after 2024-07-01 (memo.md says so): convert "
-            "those rows back to USD with the factor memo.md gives before computing") in lines
-    assert not any("df.loc" in x for x in lines)  # two date columns: which one the change counts by is not known

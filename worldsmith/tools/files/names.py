@@ -173,8 +173,10 @@ def unit_change(item: str) -> tuple[str, str, str, str, str | None] | None:
     """(column, date, unit now, unit before, the divisor that brings the new unit back) when a document item says
     a column changed unit from a date: "From 2024-07-01, `amount` is recorded in USD cents instead of USD
     (1 USD = 100.0 USD cents)" → ('amount', '2024-07-01', 'USD cents', 'USD', '100.0'). The divisor is None when the
-    item gives no conversion, or one that names neither unit (a "1 X = k Y" with Y the old unit gives 1/k, written
-    as a multiplication by k: see `unit_change_code`)."""
+    item gives no conversion, or one that names neither unit ("1/k" when the item writes 1 new unit = k old ones).
+    The validator reads it (agents/validator.py `unconverted_units`). Shown to the 1.5B analyst as code that brings
+    the rows back, it made 0 of 5 generated questions right where it had made 1: it wrote `df = df.loc[…] /= k`,
+    or divided the whole column, so the task turn does not carry it."""
     since, instead = _SINCE.search(item), _INSTEAD.search(item)
     if since is None or instead is None:
         return None
@@ -187,35 +189,6 @@ def unit_change(item: str) -> tuple[str, str, str, str, str | None] | None:
         elif (one, other) == (new.lower(), old.lower()):
             divisor = f"1/{k}"  # 1 new = k old: new × k is old
     return column, since.group(1), new, old, divisor
-
-
-def unit_change_code(column: str, since: str, date_column: str, divisor: str) -> str:
-    op = f"*= {divisor[2:]}" if divisor.startswith("1/") else f"/= {divisor}"
-    return f'df.loc[pd.to_datetime(df["{date_column}"]) >= "{since}", "{column}"] {op}'
-
-
-def _unit_changes(ws: WorkspaceProfile, holders: Mapping[str, list[TableProfile]]) -> list[str]:
-    """For a named column a document says changed unit from a date, how to bring those rows back: the code when the
-    document gives the factor and the tables holding the column have one date column, else in words. Tried on
-    generated-v1 at 453da4c: the memo's line was quoted in the task turn and the 1.5B model mixed cents with
-    dollars, Wh with kWh, kPa with mmHg all the same."""
-    notes = template("profile_notes.md")
-    out: list[str] = []
-    for doc in ws.documents:
-        for item in list_items(doc.first_lines):
-            change = unit_change(item)
-            if change is None or change[0] not in holders:
-                continue
-            column, since, new, old, divisor = change
-            dates = {c.name for t in holders[column] for c in t.columns if c.semantic_type == "datetime"}
-            if divisor is not None and len(dates) == 1:
-                code = unit_change_code(column, since, next(iter(dates)), divisor)
-                out.append(notes.section("unit change", column=column, since=since, new=new, old=old, file=doc.file,
-                                         code=code))
-            else:
-                out.append(notes.section("unit change words", column=column, since=since, new=new, old=old,
-                                         file=doc.file))
-    return out
 
 
 def list_items(lines: list[str]) -> list[str]:
@@ -260,8 +233,7 @@ def request_notes(request: str, ws: WorkspaceProfile) -> list[str]:
             out.append(notes.section("name not held", name=name, closest=_closest(ws, name)))
     if (first := table_holding_all(request, ws)) is not None:
         out.append(notes.section("one table holds all", table=first))
-    return (out + _missing_values(ws, request) + _document_lines(ws, holders)
-            + _unit_changes(ws, {n: h for n, h in holders.items() if h}))
+    return out + _missing_values(ws, request) + _document_lines(ws, holders)
 
 
 def table_holding_all(request: str, ws: WorkspaceProfile) -> str | None:
