@@ -8,8 +8,8 @@ no RESULT line records or names a column the script never reads, a script that u
 says changed unit from a date without converting it: each makes the claim unsupported without asking the model.
 Only a reproduced claim goes to the model, which proposes one alternative check (run in the same fresh sandbox;
 a check that does not run goes back once with its error, one that crashes on a keyword its call does not take runs
-again without it) and judges it. A model that gives no usable plan or judgement leaves the claim unsupported. A check that was written but never ran (both tries crashed) is no
-evidence against the claim: it stands on its reproduction, recorded as unchecked (`Verdict.checked` False), and
+again without it) and judges it. A model that gives no usable plan or judgement leaves the claim unsupported.
+A check that was written but never ran (both tries crashed) is no evidence against the claim: it stands on its reproduction, recorded as unchecked (`Verdict.checked` False), and
 the task synthesis does not build tasks on it. A statement whose script keeps only part of a year's rows by date
 is revised to say which rows. Two deterministic rules bracket the judge: a check that lands on the claim's numbers
 (1%) supports it without a judgement, and a judge's "unsupported" is overruled when every number the check
