@@ -1,20 +1,20 @@
 """The validator agent: re-run the node's script in a fresh sandbox, try to falsify its main claim fairly with one
 alternative check, return supported / revised / unsupported.
 
-The deterministic part decides first and cannot be overruled: a script that fails on re-run, prints other
-numbers than `execution_result.json` records, does not print a number the conclusion states, or never works on
-the time grain the conclusion names (a "monthly" figure from a daily groupby), a conclusion that states a number
-no RESULT line records or names a column the script never reads, a script that uses a column a note on its files
-says changed unit from a date without converting it: each makes the claim unsupported without asking the model.
-Only a reproduced claim goes to the model, which proposes one alternative check (run in the same fresh sandbox;
-a check that does not run goes back once with its error, one that crashes on a keyword its call does not take runs
-again without it) and judges it. A model that gives no usable plan or judgement leaves the claim unsupported.
-A check that was written but never ran (both tries crashed) is no evidence against the claim: it stands on its reproduction, recorded as unchecked (`Verdict.checked` False), and
-the task synthesis does not build tasks on it. A statement whose script keeps only part of a year's rows by date
-is revised to say which rows. Two deterministic rules bracket the judge: a check that lands on the claim's numbers
-(1%) supports it without a judgement, and a judge's "unsupported" is overruled when every number the check
-printed is on the claim's side of zero and within 25% of a recorded number (another statistic of the same thing
-does not overturn it).
+The deterministic part decides first and cannot be overruled: a script that fails on re-run, prints other numbers
+than `execution_result.json` records, does not print a number the conclusion states, or never works on the time
+grain the conclusion names (a "monthly" figure from a daily groupby), a conclusion that states a number no RESULT
+line records or names a column the script never reads, a script that uses a column a note on its files says changed
+unit from a date without converting it: each makes the claim unsupported without asking the model. Only a reproduced
+claim goes to the model, which proposes one alternative check (run in the same fresh sandbox; a check that does not
+run goes back once with its error, one that crashes on a keyword its call does not take runs again without it) and
+judges it. A model that gives no usable plan or judgement leaves the claim unsupported. A check that was written but
+never ran (both tries crashed) is no evidence against the claim: it stands on its reproduction, recorded as
+unchecked (`Verdict.checked` False), and the task synthesis does not build tasks on it. A statement whose script
+keeps only part of a year's rows by date is revised to say which rows. Two deterministic rules bracket the judge: a
+check that lands on the claim's numbers (1%) supports it without a judgement, and a judge's "unsupported" is
+overruled when every number the check printed is on the claim's side of zero and within 25% of a recorded number
+(another statistic of the same thing does not overturn it).
 """
 
 from __future__ import annotations
