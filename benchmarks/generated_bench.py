@@ -178,11 +178,11 @@ async def run_bench(rt: Any, data: Path = DATA, *, limit: int | None = None, sam
     or on the questions `only` lists (a subset to compare a change on: its figure is not the set's);
     returns the benchmark summary (training/bench_summary.py)."""
     from worldsmith.app.eval import evaluate_path
-    from worldsmith.training.bench_summary import FILE_STRATA, summarize_run
+    from worldsmith.training.bench_summary import FILE_STRATA, file_strata, summarize_run
 
     ids = stratum_ids(data, files)
     if only:
-        unknown = sorted(set(only) - set(stratum_ids(data, "one") or []) - set(stratum_ids(data, "several") or []))
+        unknown = sorted(set(only) - set(file_strata(data / "tasks.jsonl")))
         if unknown:
             raise SystemExit(f"--ids: not questions of {data / 'tasks.jsonl'}: {', '.join(unknown)}")
         ids = [i for i in (ids if ids is not None else only) if i in only]

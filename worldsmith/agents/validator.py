@@ -227,8 +227,12 @@ def unused_columns(script: str, inputs: list[Path]) -> list[str]:
         return []
     ws = mounted_profile([str(p) for p in inputs], read)
     columns = {c.name for t in ws.tables if Path(t.file).name in read for c in t.columns}
-    return sorted(c for c in columns if len(c) > 2
-                  and not re.search(rf"""['"]{re.escape(c)}['"]|\.{re.escape(c)}\b""", code))
+    return sorted(c for c in columns if len(c) > 2 and not _uses_column(code, c))
+
+
+def _uses_column(code: str, column: str) -> bool:
+    """Whether code (comments removed) uses a column: as a quoted name or an attribute."""
+    return re.search(rf"""['"]{re.escape(column)}['"]|\.{re.escape(column)}\b""", code) is not None
 
 
 def unread_in(text: str, unused: list[str]) -> list[str]:
@@ -258,7 +262,7 @@ def unconverted_units(script: str, inputs: list[Path]) -> list[tuple[str, str, s
         if change is None or change[4] is None:
             continue
         column, since, factor = change[0], change[1], float(change[4].removeprefix("1/"))
-        if not re.search(rf"""['"]{re.escape(column)}['"]|\.{re.escape(column)}\b""", code):
+        if not _uses_column(code, column):
             continue
         if any(math.isclose(x, f, rel_tol=1e-6) for x in literals for f in (factor, 1 / factor)):
             continue

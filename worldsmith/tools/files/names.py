@@ -73,8 +73,7 @@ def file_items(paths: list[Path], files: Collection[str], max_lines: int = MAX_N
             continue
         if len(others) >= 3 and all(any(names_file(line, f) for line in lines) for f in others):
             continue  # an index of the data room (a README listing every file) is no note on one of them
-        out += [(label, _BULLET.sub("", line).strip()) for line in lines
-                if _BULLET.match(line) and not _POINTER.search(line)]
+        out += [(label, item) for item in list_items(lines) if not _POINTER.search(item)]
     return out
 
 
@@ -175,7 +174,7 @@ def unit_change(item: str) -> tuple[str, str, str, str, str | None] | None:
     (1 USD = 100.0 USD cents)" → ('amount', '2024-07-01', 'USD cents', 'USD', '100.0'). The divisor is None when the
     item gives no conversion, or one that names neither unit ("1/k" when the item writes 1 new unit = k old ones).
     The validator reads it (agents/validator.py `unconverted_units`). Shown to the 1.5B analyst as code that brings
-    the rows back, it made 0 of 5 generated questions right where it had made 1: it wrote `df = df.loc[…] /= k`,
+    the rows back, it made 0 of 6 generated questions right where it had made 1: it wrote `df = df.loc[…] /= k`,
     or divided the whole column, so the task turn does not carry it."""
     since, instead = _SINCE.search(item), _INSTEAD.search(item)
     if since is None or instead is None:
