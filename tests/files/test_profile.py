@@ -69,6 +69,16 @@ def test_numbers_stored_as_text_are_flagged() -> None:
     assert any("'N/A'" in note for note in col.notes)
 
 
+def test_dates_written_as_yyyymmdd_text_are_dates_and_the_same_digits_as_integers_are_not() -> None:
+    s = pd.Series(["20230103", "20240601", "20241225", "20230215"] * 5, name="date")
+    col = profile_column("date", s)
+    assert col.semantic_type == "datetime" and (col.min, col.max) == ("2023-01-03", "2024-12-25")
+    assert any('format="%Y%m%d"' in note for note in col.notes)
+    assert profile_column("date", s.astype("int64")).semantic_type != "datetime"  # read as numbers: maybe ids
+    # eight digits that are no date (month 13) stay numbers stored as text
+    assert profile_column("code", pd.Series(["20231301", "20230101", "20230102"] * 5)).semantic_type != "datetime"
+
+
 def test_padded_column_name_is_noted() -> None:
     col = profile_column("calls ", pd.Series([1, 2, 3]))
     assert any("whitespace" in note for note in col.notes)

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from worldsmith.agents.answer_guards import DataFacts, documented_columns
@@ -63,23 +63,26 @@ def task_files(files: list[str], max_chars: int, request: str = "", only: Collec
     """The task turn's file list (`max_chars` for up to two tables, more for more: MAX_BUDGET_SCALE), and its
     notes placing the names the request writes in backticks: which tables hold each, a quoted value a column
     lacks, what the documents say about them (tools/files/names.py; empty for one table and no documents)."""
-    profile, notes, _ = _task_files(files, max_chars, request, only)
+    profile, notes, _, _ = _task_files(files, max_chars, request, only)
     return profile, notes
 
 
 def _task_files(files: list[str], max_chars: int, request: str = "",
-                only: Collection[str] = ()) -> tuple[str, str, Any]:
+                only: Collection[str] = ()) -> tuple[str, str, Any, Any]:
     """`task_files` plus the join the request asks for (tools/files/join_code.plan_join; None when it names no two
-    linked tables)."""
+    linked tables) and the unit changes its notes document that `df` is brought back from
+    (tools/files/unit_code.plan_units; None when none applies)."""
     if not files:
-        return "(no files)", "", None
+        return "(no files)", "", None, None
     from worldsmith.tools.files.join_code import plan_join
     from worldsmith.tools.files.names import request_notes
+    from worldsmith.tools.files.unit_code import plan_units
 
     ws = mounted_profile(files, only)
     budget = int(max_chars * min(MAX_BUDGET_SCALE, max(1.0, len(ws.tables) / 2)))  # more tables, more room
-    return (ws.to_prompt(max_chars=budget, compact=True), "\n".join(request_notes(request, ws)),
-            plan_join(ws, request) if request else None)
+    join = plan_join(ws, request) if request else None
+    units = plan_units(ws, [Path(f) for f in files], request, join) if request else None
+    return ws.to_prompt(max_chars=budget, compact=True), "\n".join(request_notes(request, ws)), join, units
 
 
 def mounted_profile(files: list[str], only: Collection[str] = ()) -> Any:
@@ -104,10 +107,11 @@ MAX_BUDGET_SCALE = 1.6
 @dataclass(frozen=True)
 class Opening:
     """The task turn that opens a question, and `setup`: code the session runs after the prelude and before the
-    model's first cell ('' when none) — the join of the two tables the question names. Shown as a cell to copy,
-    the 1.5B model copied it and ran on in the same cell past the turn's token budget (4 of 14 join questions of
-    generated-v1's several-files stratum at 4e12a29, and again at 5a930c0); run for it, `df` is there and the
-    model's first cell is its own analysis."""
+    model's first cell ('' when none) — the join of the two tables the question names, and the unit changes a note
+    documents brought back (tools/files/unit_code.py; with no join, after loading the one table asked about).
+    Shown as a cell to copy, the 1.5B model copied it and ran on in the same cell past the turn's token budget (4
+    of 14 join questions of generated-v1's several-files stratum at 4e12a29, and again at 5a930c0); run for it,
+    `df` is there and the model's first cell is its own analysis."""
 
     turn: str
     setup: str = ""
@@ -117,9 +121,14 @@ def opening(question: str, files: list[str], profile_chars: int, names: list[str
     """The task turn that opens a question: the file list, the question, the notes placing its names, the join
     that has run, the hints and the answer format. The analyst graph and RL rollouts (training/rl_data.py,
     training/rollout.py) both open with it and run its `setup` in the session."""
-    profile, notes, join = _task_files(files, profile_chars, question)
-    setup = join.code(cell=True) if join is not None else ""
-    return Opening(user_prompt(question, profile, names, hints, notes, setup), setup)
+    profile, notes, join, units = _task_files(files, profile_chars, question)
+    setup = "\n".join(code for code in (join.code(cell=True) if join is not None else "",
+                                        units.code() if units is not None else "") if code)
+    if units is None:
+        return Opening(user_prompt(question, profile, names, hints, notes, setup), setup)
+    # the notes no longer quote a change the code made good: quoted, it read as one still to make
+    notes = "\n".join(line for line in notes.splitlines() if not any(line.endswith(f.item) for f in units.fixes))
+    return Opening(user_prompt(question, profile, names, hints, notes, setup, units.words(), units.table), setup)
 
 
 def opening_turn(question: str, files: list[str], profile_chars: int, names: list[str], hints: str = "") -> str:
@@ -182,21 +191,23 @@ def required_names(instruction: str, declared: list[str] | None = None) -> list[
 
 
 def user_prompt(question: str, profile_text: str, names: list[str], hints: str = "", notes: str = "",
-                join: str = "") -> str:
+                join: str = "", units: str = "", table: str = "") -> str:
     """The task turn. The file list comes first and the question after it: questions on the same files then
     share the whole prompt up to the question, which the model's prefix cache reuses. `notes`: where the
     question's names are in the files (`task_files`); `join`: code joining the two tables the question names
     (written from their profiles: each table's load call, the key made alike on both sides, a many-to-one merge
     into `df`), which the session has run (`Opening.setup`). In the several-files stratum of generated-v1, 17 of
     27 answers came after no cell that touched the data had run; the executor, given the same code, verified the
-    first cross-table finding."""
+    first cross-table finding. With `table` (what it loaded), `join` is the code that loaded the one table the
+    question asks about into `df`; `units`: the clause saying which unit changes that code made good."""
     t = template(USER_TEMPLATE)
     parts = [t.section("files", profile=profile_text.strip())] if profile_text else []
     parts.append(t.section("task", question=question.strip()))
     if notes.strip():
         parts.append(t.section("names", notes=notes.strip()))
     if join.strip():
-        parts.append(t.section("join", code=join.strip()))
+        parts.append(t.section("loaded", table=table, units=units, code=join.strip()) if table else
+                     t.section("join", code=join.strip(), units=units))
     if hints:
         parts.append(t.section("method notes", hints=hints.strip()))
     if names:

@@ -41,6 +41,7 @@ from worldsmith.core.store import atomic_write_text, write_model
 from worldsmith.prompts import template
 from worldsmith.tools.files.join_code import TEMPLATE as JOIN_TEMPLATE
 from worldsmith.tools.files.join_code import plan_join
+from worldsmith.tools.files.unit_code import plan_units
 from worldsmith.tools.files.names import names_file
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
@@ -135,6 +136,7 @@ class Joined(BaseModel):
     columns: list[str]
     rows: int
     of: int
+    units: str = ""  # the clause saying which unit changes a note documents the code made good (unit_code.py)
 
 
 _JOIN_PROBE = '\nprint("__JOINED__", json.dumps([str(c) for c in df.columns]))'
@@ -203,7 +205,10 @@ async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: lis
     plan = plan_join(ws, goal)
     if plan is None:
         return None, ""
-    code = plan.code()
+    # a column a note says changed unit from a date is made one unit after the join (tools/files/unit_code.py):
+    # v17 verified a correlation over minutes and hours mixed
+    units = await asyncio.to_thread(plan_units, ws, inputs, goal, plan)
+    code = plan.code() + ("\n" + units.code() if units is not None else "")
     with tempfile.TemporaryDirectory(prefix="join-") as tmp:
         run = await run_script(code + _JOIN_PROBE, inputs, sandbox, Path(tmp), timeout_s)
     columns = re.search(r"^__JOINED__ (.+)$", run.stdout, re.MULTILINE) if run.ok else None
@@ -213,7 +218,7 @@ async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: lis
     if not int(counts.group(1)):
         return None, f"the join of {plan.facts_label} and {plan.lookup.label} matched no rows"
     return Joined(code=code, columns=json.loads(columns.group(1)), rows=int(counts.group(1)),
-                  of=int(counts.group(2))), ""
+                  of=int(counts.group(2)), units=units.words() if units is not None else ""), ""
 
 
 def with_join(joined: Joined | None, script: str) -> str:
@@ -341,7 +346,7 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                      files="\n".join(f"- {p.name}" for p in shown) or "(none)",
                      profile=await asyncio.to_thread(_profile, shown, profile_chars, only),
                      joined="" if joined is None else "\n\n" + t.section(
-                         "joined", code=joined.code, rows=str(joined.rows), of=str(joined.of),
+                         "joined", code=joined.code, rows=str(joined.rows), of=str(joined.of), units=joined.units,
                          columns=", ".join(joined.columns)))
     if feedback:
         user += "\n\n" + t.section("review feedback", issues=feedback)

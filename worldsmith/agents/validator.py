@@ -52,6 +52,7 @@ from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.core.schemas import Finding
 from worldsmith.prompts import template
 from worldsmith.tools.files.names import file_items, file_notes, unit_change
+from worldsmith.tools.files.unit_code import ends_before
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
 TEMPLATE = "evolve_validator.md"
@@ -268,16 +269,10 @@ def unconverted_units(script: str, inputs: list[Path]) -> list[tuple[str, str, s
             continue
         ws = ws or mounted_profile([str(p) for p in inputs], read)
         holders = [t for t in ws.tables if Path(t.file).name in read and any(c.name == column for c in t.columns)]
-        if holders and all(_ends_before(t, since) for t in holders):
+        if holders and all(ends_before(t, since) for t in holders):
             continue
         out.append((column, doc, item))
     return out
-
-
-def _ends_before(table: Any, since: str) -> bool:
-    """Whether every date column of a table (as profiled) ends before the ISO date `since` (False without one)."""
-    ends = [str(c.max)[:10] for c in table.columns if c.semantic_type == "datetime" and c.max is not None]
-    return bool(ends) and all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", e) and e < since for e in ends)
 
 
 def _numbers_in(code: str) -> list[float]:

@@ -255,6 +255,35 @@ async def test_a_goal_over_two_linked_tables_gets_their_join_at_the_top_of_its_s
     assert with_join(None, analysis) == analysis
 
 
+async def test_a_unit_change_a_memo_documents_is_made_good_after_the_join(scripted_llm, tmp_path: Path,
+                                                                          sandbox_config) -> None:
+    """A memo says `amount` is in cents from 2024-07-01: the join the executor puts at the top of the script
+    brings those rows back to USD, and the prompt says so (v17 verified a correlation over two units mixed)."""
+    data = orders_and_crm(tmp_path, "segment", lambda k: "gold" if k % 2 else "basic")
+    # the same orders, dated: orders 1-4 in June, 5-10 in July and written in cents (10 i USD = 1000 i cents)
+    (data / "orders.csv").write_text("order_id,acct_ref,date,amount\n" + "".join(
+        f"O{i},C-{(i % 5) + 1:05d},2024-0{6 if i < 5 else 7}-{i:02d},{10 * i if i < 5 else 1000 * i}\n"
+        for i in range(1, 11)))
+    (data / "memo.md").write_text("# Notes on the orders export\n\nFiles: `orders.csv`.\n\n- From 2024-07-01, "
+                                  "`amount` is recorded in USD cents instead of USD (1 USD = 100.0 USD cents).\n")
+    analysis = ("m = df.groupby('segment')['amount'].sum()\n"
+                "for k, v in m.items():\n    print(f'RESULT total_{k} = {v}')")
+    script, llm = scripted_llm
+    script.queue(f"<think>x</think><code>{analysis}</code>",
+                 {**REPORT, "conclusion": "Gold orders came to 370 USD and basic ones to 180 USD."})
+    goal = GoalPackage(goal="Joining orders.csv (acct_ref) to crm.csv (customer_id), matching the ids by the number "
+                            "in them, how does the total amount in USD differ across segment?")
+    work = tmp_path / "n1"
+    out = await execute(llm, goal, node=1, workdir=work, sandbox=sandbox_config,
+                        inputs=[data / "orders.csv", data / "crm.csv", data / "memo.md"])
+    user = script.requests[0].messages[-1]["content"]
+    assert "`amount` in USD on every row" in user and "/= 100.0" in user
+    # by hand, in USD: order i is account (i % 5) + 1, worth 10 i; accounts 1, 3 and 5 are gold: orders 5, 10, 2,
+    # 7, 4, 9 → 370; basic 2 and 4: orders 1, 6, 3, 8 → 180 (unconverted, gold would be 30 + 31,000)
+    assert out.value.status == "completed" and out.value.numbers == {"total_gold": 370.0, "total_basic": 180.0}
+    assert "/= 100.0" in (work / "analyze_node1.py").read_text()
+
+
 async def test_a_column_looked_up_in_one_table_that_the_join_holds_is_said_to_be_in_df(
         scripted_llm, tmp_path: Path, sandbox_config) -> None:
     """v14's node 4: `crm['amount']` three times, the crm table's columns shown after each, while `df` (the join

@@ -156,6 +156,8 @@ def _textual(prof: ColumnProfile, v: pd.Series, name: str) -> None:
     if prof.n_unique <= 2 and lowered <= _BOOL_WORDS:
         prof.semantic_type = "bool"
         return
+    if _compact_dates(prof, stripped[stripped != ""], probe):
+        return
     as_num = pd.to_numeric(probe, errors="coerce")
     num_ratio = float(as_num.notna().mean())
     if num_ratio >= 0.9:
@@ -202,6 +204,24 @@ def _looks_datetime(probe: pd.Series) -> bool:
     if float(head.str.contains(_DATE_HINT).mean()) < 0.9:
         return False
     return float(_to_datetime(head).notna().mean()) >= 0.9
+
+
+_COMPACT_DATE = re.compile(r"(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
+
+
+def _compact_dates(prof: ColumnProfile, values: pd.Series, probe: pd.Series) -> bool:
+    """Dates written as YYYYMMDD text ("20230103"): a date column, not a number (a data room's export wrote them
+    so, and the profile called the column numeric, so nothing that splits rows by date found it). Only text: the
+    same digits read as integers may as well be ids."""
+    if len(probe) < 3 or not bool(probe.str.fullmatch(_COMPACT_DATE).all()):
+        return False
+    parsed = pd.to_datetime(values, format="%Y%m%d", errors="coerce")
+    ok = parsed.dropna()
+    if len(ok) < 0.99 * len(values):
+        return False
+    _datetime_stats(prof, ok)
+    prof.notes.append('dates written as YYYYMMDD text: pd.to_datetime(..., format="%Y%m%d")')
+    return True
 
 
 def _to_datetime(s: pd.Series) -> pd.Series:
