@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from worldsmith.prompts import template
 from worldsmith.tools.files.joins import id_like_name
 from worldsmith.tools.files.models import ColumnProfile, ValueCount
 
@@ -220,7 +221,7 @@ def _compact_dates(prof: ColumnProfile, values: pd.Series, probe: pd.Series) -> 
     if len(ok) < 0.99 * len(values):
         return False
     _datetime_stats(prof, ok)
-    prof.notes.append('dates written as YYYYMMDD text: pd.to_datetime(..., format="%Y%m%d")')
+    prof.notes.append(template("profile_notes.md").section("compact dates"))
     return True
 
 
