@@ -41,8 +41,8 @@ from worldsmith.core.store import atomic_write_text, write_model
 from worldsmith.prompts import template
 from worldsmith.tools.files.join_code import TEMPLATE as JOIN_TEMPLATE
 from worldsmith.tools.files.join_code import plan_join
-from worldsmith.tools.files.unit_code import plan_units
 from worldsmith.tools.files.names import names_file
+from worldsmith.tools.files.unit_code import plan_units
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
 TEMPLATE = "evolve_executor.md"
