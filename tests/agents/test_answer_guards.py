@@ -521,3 +521,19 @@ def test_a_keyerror_on_a_key_other_tables_hold_under_another_name_gets_the_two_n
     assert DataFacts.from_state(facts.to_state()).links == facts.links  # kept across graph turns
     other = ExecResult(ok=False, error=ExecError(type="KeyError", message="'segmnt'"))
     assert "left_on" not in observation_notes(other, facts, "crm['segmnt']")
+
+
+def test_columns_picked_by_a_list_of_the_frames_own_columns_get_the_names_form() -> None:
+    """`df[[df["distance_km"], df["fare_usd"]]]`: the 1.5B model wrote it for a slope's two columns and repeated it
+    until its context was full. The error pandas itself raises; the note's call, run, picks the two columns."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import pandas_notes
+
+    df = pd.DataFrame({"distance_km": [1.0, 2.0], "fare_usd": [3.0, 5.0], "other": [0, 0]})
+    code = 'd = df[[df["distance_km"], df["fare_usd"]]].dropna()'
+    note = pandas_notes(code, _pandas_error(lambda: df[[df["distance_km"], df["fare_usd"]]]))
+    call = note[note.index("Pick columns by their names: `") + 30:note.rindex("`")]
+    assert call == 'df[["distance_km", "fare_usd"]]'
+    assert list(eval(call, {"df": df}).columns) == ["distance_km", "fare_usd"]  # noqa: S307
+    assert pandas_notes('df[["distance_km", "fare_usd"]]', _pandas_error(lambda: df[["nope"]])) == ""

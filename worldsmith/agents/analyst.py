@@ -502,6 +502,10 @@ _CONTINUOUS_LABELS = re.compile(r"Classification metrics can't handle a mix of \
 _ERROR_NOTES = ((_TEXT_DATES, "text dates"), (_DATE_FORMAT, "date formats"), (_TEXT_NOT_DATE, "text not a date"),
                 (_RESAMPLE, "resample"), (_TEXT_IN_NUMBERS, "text in numbers"), (_ONE_NUMBER, "one number"),
                 (_STR_ON_NUMBERS, "str on numbers"), (_CONTINUOUS_LABELS, "continuous labels"))
+#: a frame indexed by a list of its own columns (`df[[df["a"], df["b"]]]` for `df[["a", "b"]]`): pandas looks the
+#: columns' values up as column names. With a table loaded before its first cell, the 1.5B model wrote it for a
+#: slope's two columns in 2 of 9 generated questions and wrote the failing cell again until its context was full.
+_SERIES_LIST = re.compile(r"\b(?P<frame>[A-Za-z_]\w*)\[\[\s*(?P=frame)\s*\[(?P<inner>[^\n]*?)\]\s*\]")
 #: a call given an argument it does not take (`s.corr(t, ddof=0)`: three embedded validator checks crashed on it)
 UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")
 
@@ -512,8 +516,8 @@ def pandas_notes(code: str, error: Any) -> str:
     not fit every date (tables that write dates differently), a date method called on text, `.resample()` on
     text dates or with pandas 3's retired "M", a text column in a numeric operation (the 1.5B model ran `df.corr()`
     over a joined frame with its id columns four times), a Series method on one number, `.str` on a column of
-    numbers, a classification metric given a regressor's continuous predictions, and an argument a call does not
-    take. '' otherwise."""
+    numbers, a classification metric given a regressor's continuous predictions, an argument a call does not
+    take, and columns picked by a list of the frame's own columns (`df[[df["a"], df["b"]]]`). '' otherwise."""
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")
@@ -523,6 +527,12 @@ def pandas_notes(code: str, error: Any) -> str:
         return text
     raised = f"{error.type}: {error.message}"
     text += "".join("\n" + feedback(section) for pattern, section in _ERROR_NOTES if pattern.search(raised))
+    if error.type == "KeyError" and (m := _SERIES_LIST.search(code)):
+        frame = m.group("frame")
+        names = re.findall(rf"""\b{frame}\s*\[\s*(['"])([^'"\n]+)\1\s*\]""", m.group(0))
+        if names:
+            text += "\n" + feedback("columns by name", frame=frame,
+                                    names=", ".join(f'"{name}"' for _, name in names))
     if m := UNKNOWN_ARGUMENT.search(raised):
         text += "\n" + feedback("unknown argument", call=m.group("call"), name=m.group("name"))
     return text
