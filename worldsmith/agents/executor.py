@@ -137,9 +137,10 @@ class Joined(BaseModel):
     rows: int
     of: int
     units: str = ""  # the clause saying which unit changes a note documents the code made good (unit_code.py)
+    table: str = ""  # no join: the one table the code loads (to bring a unit change back), its label
 
 
-_JOIN_PROBE = '\nprint("__JOINED__", json.dumps([str(c) for c in df.columns]))'
+_JOIN_PROBE = '\nprint("__JOINED__", json.dumps([str(c) for c in df.columns]))\nprint("__ROWS__", len(df))'
 
 
 #: a finding states a few numbers: a script printing more RESULT lines than this (v14's dual-evidence solver printed
@@ -181,7 +182,7 @@ def joined_note(joined: Joined | None, run: ExecResult) -> str:
     looked `amount` up in the crm table and `income` in the orders table, three attempts, the columns of the frame
     it had used shown each time, while `df` held both."""
     error = run.error
-    if joined is None or error is None or error.type != "KeyError":
+    if joined is None or joined.table or error is None or error.type != "KeyError":
         return ""
     here = set(getattr(error, "columns", None) or ())
     keys = [k for k in keyerror_keys(error.message) if k in joined.columns and k not in here]
@@ -195,39 +196,48 @@ def joined_note(joined: Joined | None, run: ExecResult) -> str:
 async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: list[Path], sandbox: SandboxConfig,
                        timeout_s: float | None = None) -> tuple[Joined | None, str]:
     """The join `goal` asks for (tools/files/join_code.py), run once in the sandbox: (the join, "") when it
-    matches rows, else (None, why not; "" when the goal asks for no join of two tables)."""
+    matches rows, else (None, why not; "" when the goal asks for no join of two tables). A goal over one table
+    holding a column a note says changed unit from a date gets that table loaded and the change brought back
+    (tools/files/unit_code.py) the same way: v18's node 2 correlated `weight_kg` over kilograms and pounds mixed
+    (the validator rejected it), as v17's verified correlation of `usage_hours` had mixed hours and minutes."""
     named = only or {p.name for p in shown if names_file(goal, p.name)}
-    if len(named) < 2:
+    if not named:
         return None, ""
     # every table of the shown inputs, not only the named ones: the profile keeps a family's links (orders_2023.csv,
     # orders_2024.csv → crm) on its first part, so a goal naming the 2024 part alone had no link left to join by
     ws = await asyncio.to_thread(mounted_profile, [str(p) for p in shown])
-    plan = plan_join(ws, goal)
-    if plan is None:
-        return None, ""
-    # a column a note says changed unit from a date is made one unit after the join (tools/files/unit_code.py):
-    # v17 verified a correlation over minutes and hours mixed
+    plan = plan_join(ws, goal) if len(named) >= 2 else None
+    # a column a note says changed unit from a date is made one unit after the join or the load
     units = await asyncio.to_thread(plan_units, ws, inputs, goal, plan)
-    code = plan.code() + ("\n" + units.code() if units is not None else "")
+    if plan is None and units is None:
+        return None, ""
+    if plan is not None:
+        code = plan.code() + ("\n" + units.code() if units is not None else "")
+        what = f"the join of {plan.facts_label} and {plan.lookup.label}"
+    else:
+        code = template(JOIN_TEMPLATE).section("imports") + "\n\n" + units.code()  # type: ignore[union-attr]
+        what = f"the load of {units.table}"  # type: ignore[union-attr]
     with tempfile.TemporaryDirectory(prefix="join-") as tmp:
         run = await run_script(code + _JOIN_PROBE, inputs, sandbox, Path(tmp), timeout_s)
     columns = re.search(r"^__JOINED__ (.+)$", run.stdout, re.MULTILINE) if run.ok else None
-    counts = re.search(r"^joined: (\d+) of (\d+) rows", run.stdout, re.MULTILINE)
+    counts = re.search(r"^joined: (\d+) of (\d+) rows|^__ROWS__ (\d+)$", run.stdout, re.MULTILINE)
     if columns is None or counts is None:
-        return None, f"the join of {plan.facts_label} and {plan.lookup.label} failed: " + run.to_observation(600)
-    if not int(counts.group(1)):
-        return None, f"the join of {plan.facts_label} and {plan.lookup.label} matched no rows"
-    return Joined(code=code, columns=json.loads(columns.group(1)), rows=int(counts.group(1)),
-                  of=int(counts.group(2)), units=units.words() if units is not None else ""), ""
+        return None, f"{what} failed: " + run.to_observation(600)
+    rows, of = (counts.group(1), counts.group(2)) if plan is not None else (counts.group(3), counts.group(3))
+    if not int(rows):
+        return None, f"{what} matched no rows" if plan is not None else f"{what} has no rows"
+    return Joined(code=code, columns=json.loads(columns.group(1)), rows=int(rows), of=int(of),
+                  units=units.words() if units is not None else "",
+                  table=units.table if plan is None and units is not None else ""), ""
 
 
 def with_join(joined: Joined | None, script: str) -> str:
-    """The script that runs: the join's code, then the model's script — unless the model wrote the join's merge
-    line itself (it copied the code)."""
+    """The script that runs: the join's code (or the table's load), then the model's script — unless the model
+    wrote every line of it that makes `df` itself (it copied the code)."""
     if joined is None:
         return script
-    merge = next(line for line in joined.code.splitlines() if line.startswith("df = "))
-    if merge.strip() in {line.strip() for line in script.splitlines()}:
+    made = {line.strip() for line in joined.code.splitlines() if line.startswith("df")}
+    if made <= {line.strip() for line in script.splitlines()}:
         return script
     return joined.code.rstrip() + "\n\n" + script.lstrip("\n")
 
@@ -339,15 +349,15 @@ async def execute(llm: Any, goal: GoalPackage, *, node: str | int, workdir: Path
                                          f"{'is' if len(columns) == 1 else 'are'} in {name}, which it does not "
                                          "name: that file is shown and joined too")
     if joined is not None:
-        log.add("The join put at the top of the script", joined.code, "python")
+        log.add(f"The {'load' if joined.table else 'join'} put at the top of the script", joined.code, "python")
     elif why:
         log.add("No join put in", why)
     user = t.section("user", goal=goal.goal, context=goal.context_summary or "(nothing yet)",
                      files="\n".join(f"- {p.name}" for p in shown) or "(none)",
                      profile=await asyncio.to_thread(_profile, shown, profile_chars, only),
                      joined="" if joined is None else "\n\n" + t.section(
-                         "joined", code=joined.code, rows=str(joined.rows), of=str(joined.of), units=joined.units,
-                         columns=", ".join(joined.columns)))
+                         "loaded" if joined.table else "joined", code=joined.code, rows=str(joined.rows),
+                         of=str(joined.of), units=joined.units, table=joined.table, columns=", ".join(joined.columns)))
     if feedback:
         user += "\n\n" + t.section("review feedback", issues=feedback)
     messages = [{"role": "system", "content": t.section("system")}, {"role": "user", "content": user}]

@@ -284,6 +284,49 @@ async def test_a_unit_change_a_memo_documents_is_made_good_after_the_join(script
     assert "/= 100.0" in (work / "analyze_node1.py").read_text()
 
 
+async def test_a_goal_over_one_table_with_a_documented_unit_change_starts_from_it_loaded_and_converted(
+        scripted_llm, tmp_path: Path, sandbox_config) -> None:
+    """v18's node 2 correlated `weight_kg` over kilograms and pounds mixed: a goal over one table whose memo says a
+    column it writes changed unit gets the table loaded and those rows brought back at the top of its script."""
+    data = tmp_path / "data"
+    data.mkdir()
+    # orders 1-4 in June, 5-10 in July written in cents; odd orders gold, even basic
+    (data / "orders.csv").write_text("order_id,segment,date,amount\n" + "".join(
+        f"O{i},{'gold' if i % 2 else 'basic'},2024-0{6 if i < 5 else 7}-{i:02d},{10 * i if i < 5 else 1000 * i}\n"
+        for i in range(1, 11)))
+    (data / "memo.md").write_text("# Notes on the orders export\n\nFiles: `orders.csv`.\n\n- From 2024-07-01, "
+                                  "`amount` is recorded in USD cents instead of USD (1 USD = 100.0 USD cents).\n")
+    analysis = ("m = df.groupby('segment')['amount'].sum()\n"
+                "for k, v in m.items():\n    print(f'RESULT total_{k} = {v}')")
+    script, llm = scripted_llm
+    script.queue(f"<think>x</think><code>{analysis}</code>",
+                 {**REPORT, "conclusion": "Gold orders came to 250 USD and basic ones to 300 USD."})
+    goal = GoalPackage(goal="In orders.csv, how does the total amount in USD differ across segment?")
+    work = tmp_path / "n1"
+    out = await execute(llm, goal, node=1, workdir=work, sandbox=sandbox_config,
+                        inputs=[data / "orders.csv", data / "memo.md"])
+    user = script.requests[0].messages[-1]["content"]
+    assert "it loads orders.csv into `df` (10 rows), with `amount` in USD on every row" in user
+    # by hand, in USD: gold 10 (1 + 3 + 5 + 7 + 9) = 250, basic 10 (2 + 4 + 6 + 8 + 10) = 300
+    assert out.value.status == "completed" and out.value.numbers == {"total_gold": 250.0, "total_basic": 300.0}
+    saved = (work / "analyze_node1.py").read_text()
+    assert saved.index("/= 100.0") < saved.index(analysis)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "orders.csv").write_text((data / "orders.csv").read_text())
+    rerun = subprocess.run([sys.executable, str(work / "analyze_node1.py")], cwd=fresh, capture_output=True,  # noqa: ASYNC221
+                           text=True, check=True)
+    assert "RESULT total_gold = 250" in rerun.stdout
+    # the same goal with no memo gets no code put in: the model loads the table itself
+    script.queue(f"<think>x</think><code>import pandas as pd\ndf = pd.read_csv('orders.csv')\n{analysis}</code>",
+                 {**REPORT, "conclusion": "Gold orders came to 21040 and basic ones to 24060."})
+    plain = await execute(llm, goal, node=2, workdir=tmp_path / "n2", sandbox=sandbox_config,
+                          inputs=[data / "orders.csv"])
+    assert "into `df`" not in script.requests[-2].messages[-1]["content"]
+    # by hand, unconverted: gold 10 + 30 + 5,000 + 7,000 + 9,000; basic 20 + 40 + 6,000 + 8,000 + 10,000
+    assert plain.value.numbers == {"total_gold": 21040.0, "total_basic": 24060.0}
+
+
 async def test_a_column_looked_up_in_one_table_that_the_join_holds_is_said_to_be_in_df(
         scripted_llm, tmp_path: Path, sandbox_config) -> None:
     """v14's node 4: `crm['amount']` three times, the crm table's columns shown after each, while `df` (the join
