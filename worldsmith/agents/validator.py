@@ -14,7 +14,9 @@ unchecked (`Verdict.checked` False), and the task synthesis does not build tasks
 keeps only part of a year's rows by date is revised to say which rows. Two deterministic rules bracket the judge: a
 check that lands on the claim's numbers (1%) supports it without a judgement, and a judge's "unsupported" is
 overruled when every number the check printed is on the claim's side of zero and within 25% of a recorded number
-(another statistic of the same thing does not overturn it).
+(another statistic of the same thing does not overturn it); a judge's "unsupported" on a check that never uses a
+column the script keeps its rows by (`df[df["late"] == 1]`) is no evidence either: the check computed over other
+rows, and the claim stands on its reproduction, unchecked.
 """
 
 from __future__ import annotations
@@ -234,6 +236,21 @@ def unused_columns(script: str, inputs: list[Path]) -> list[str]:
 def _uses_column(code: str, column: str) -> bool:
     """Whether code (comments removed) uses a column: as a quoted name or an attribute."""
     return re.search(rf"""['"]{re.escape(column)}['"]|\.{re.escape(column)}\b""", code) is not None
+
+
+#: a column compared with a value, as a row filter writes it: df["late"] == 1, df.region == 'south', df['x'] >= 3,
+#: df["segment"].isin([...])
+_FILTER = re.compile(r"""(?:\[\s*(['"])(?P<col>[^'"\n]{1,64})\1\s*\]|\.(?P<attr>[A-Za-z_]\w*))\s*"""
+                     r"""(?:[!=<>]=|[<>](?![<>=])|\.isin\()""")
+
+
+def dropped_filters(script: str, check: str) -> list[str]:
+    """The columns the script keeps rows by (compares with a value) that the check never uses: such a check
+    computes over other rows than the claim's. v18's validator rejected "the mean transit_days of late shipments is
+    3.77" (right) on a check of the mean over all shipments (2.55), judged a falsification."""
+    code, other = without_comments(script), without_comments(check)
+    cols = dict.fromkeys(m.group("col") or m.group("attr") for m in _FILTER.finditer(code))
+    return [c for c in cols if not _uses_column(other, c)]
 
 
 def unread_in(text: str, unused: list[str]) -> list[str]:
@@ -489,6 +506,12 @@ async def _falsify(llm: Any, result: ExecutionResult, goal: GoalPackage, script:
         out.value = Verdict(verdict="supported", ground_truth=result.conclusion.strip(), reproduced=True,
                             falsification=falsification,
                             issues=[f"the judge's 'unsupported' was overruled: {why}", *j.issues][:3])
+        return out
+    if j.verdict == "unsupported" and (dropped := dropped_filters(script, plan.code)):
+        out.value = Verdict(verdict="supported", ground_truth=result.conclusion.strip(), reproduced=True,
+                            checked=False, falsification=falsification,
+                            issues=[template(TEMPLATE).section("other rows", columns=", ".join(
+                                f"`{c}`" for c in dropped)), *j.issues][:3])
         return out
     out.value = Verdict(verdict=j.verdict, ground_truth=j.ground_truth.strip() if j.verdict != "unsupported" else "",
                         issues=j.issues, condition_dependencies=j.condition_dependencies, reproduced=True,

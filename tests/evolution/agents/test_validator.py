@@ -615,3 +615,39 @@ async def test_a_script_mixing_two_units_a_note_documents_is_unsupported_without
                          sandbox=sandbox_config)
     assert out.value.verdict == "unsupported" and out.value.reproduced and not out.calls
     assert "uses `usage_hours` without converting those rows" in out.value.issues[0]
+
+
+def test_dropped_filters_are_the_columns_the_script_keeps_rows_by_that_the_check_never_uses() -> None:
+    from worldsmith.agents.validator import dropped_filters
+
+    late = "t = pd.read_parquet('tms.parquet')\nprint(t[t['late'] == 1]['transit_days'].mean())"
+    everyone = "t = pd.read_parquet('tms.parquet')\nprint(t['transit_days'].mean())"
+    assert dropped_filters(late, everyone) == ["late"]
+    assert dropped_filters(late, late.replace("== 1", "== 0")) == []  # the other group: it uses the column
+    assert dropped_filters(SCRIPT, "print(df.amount.sum())") == ["region"]  # df.region == 'south'
+    assert dropped_filters("print(df.amount.sum() > 0)\nx = df[df.units >= 3]", "df.amount") == ["units"]
+    assert dropped_filters(everyone, everyone) == []  # no rows kept by value
+    assert dropped_filters("# df['late'] == 1\nprint(df.x.mean())", "print(df.x.mean())") == []  # a comment
+
+
+async def test_an_unsupported_judgement_on_a_check_over_other_rows_leaves_the_claim_unchecked(
+        scripted_llm, data: Path, tmp_path: Path, sandbox_config) -> None:
+    """v18: "the mean transit_days of late shipments is 3.77" (right) was rejected on a check over all shipments."""
+    script, llm = scripted_llm
+    total = south_total(data)  # 70
+    result = node(tmp_path / "n1", f"South sold {total:g} in total.", {"south_total": total})
+    everyone = plan("the total over every region", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+                                                   "print(f\"RESULT total = {df.amount.sum()}\")")
+    script.queue(everyone, {"verdict": "unsupported", "issues": ["the total is 150, not 70"]})
+    out = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                         sandbox=sandbox_config)
+    v = out.value
+    assert v.verdict == "supported" and not v.checked and v.reproduced
+    assert "never uses `region`" in v.issues[0] and v.issues[1] == "the total is 150, not 70"
+    # a check over the same rows keeps the judge's word
+    units = "print(f\"RESULT units = {df[df.region == 'south'].units.sum()}\")"
+    script.queue(plan("the south total with units", "import pandas as pd\ndf = pd.read_csv('sales.csv')\n" + units),
+                 {"verdict": "unsupported", "issues": ["units are 7, not 70"]})
+    again = await validate(llm, result, GOAL, workdir=tmp_path / "n1", inputs=[data / "sales.csv"],
+                           sandbox=sandbox_config)
+    assert again.value.verdict == "unsupported"
