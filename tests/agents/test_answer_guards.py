@@ -537,3 +537,7 @@ def test_columns_picked_by_a_list_of_the_frames_own_columns_get_the_names_form()
     assert call == 'df[["distance_km", "fare_usd"]]'
     assert list(eval(call, {"df": df}).columns) == ["distance_km", "fare_usd"]  # noqa: S307
     assert pandas_notes('df[["distance_km", "fare_usd"]]', _pandas_error(lambda: df[["nope"]])) == ""
+    # one column as a Series, one by name: pandas raises a TypeError, and the note names both
+    mixed = 'd = df[[df["distance_km"], "fare_usd"]].dropna()'
+    note = pandas_notes(mixed, _pandas_error(lambda: df[[df["distance_km"], "fare_usd"]]))
+    assert 'df[["distance_km", "fare_usd"]]' in note

@@ -527,9 +527,9 @@ def pandas_notes(code: str, error: Any) -> str:
         return text
     raised = f"{error.type}: {error.message}"
     text += "".join("\n" + feedback(section) for pattern, section in _ERROR_NOTES if pattern.search(raised))
-    if error.type == "KeyError" and (m := _SERIES_LIST.search(code)):
-        frame = m.group("frame")
-        names = re.findall(rf"""\b{frame}\s*\[\s*(['"])([^'"\n]+)\1\s*\]""", m.group(0))
+    if (error.type == "KeyError" or "unhashable type: 'Series'" in raised) and (m := _SERIES_LIST.search(code)):
+        frame = m.group("frame")  # every quoted name in the brackets: df[[df["a"], "b"]] too (a TypeError then)
+        names = re.findall(r"""(['"])([^'"\n]+)\1""", m.group(0))
         if names:
             text += "\n" + feedback("columns by name", frame=frame,
                                     names=", ".join(f'"{name}"' for _, name in names))
