@@ -255,19 +255,27 @@ async def test_a_goal_over_two_linked_tables_gets_their_join_at_the_top_of_its_s
     assert with_join(None, analysis) == analysis
 
 
+CENTS_MEMO = ("# Notes on the orders export\n\nFiles: `orders.csv`.\n\n- From 2024-07-01, `amount` is recorded in USD "
+              "cents instead of USD (1 USD = 100.0 USD cents).\n")
+SEGMENT_TOTALS = ("m = df.groupby('segment')['amount'].sum()\n"
+                  "for k, v in m.items():\n    print(f'RESULT total_{k} = {v}')")
+
+
+def cents_orders(data: Path, key: str, value: Callable[[int], str]) -> None:
+    """orders.csv: orders 1-4 dated June 2024 in USD (10 i), orders 5-10 dated July and written in cents (1000 i);
+    `key`: its second column (an account ref, a segment), `value(i)` that column for order i. And the memo."""
+    (data / "orders.csv").write_text(f"order_id,{key},date,amount\n" + "".join(
+        f"O{i},{value(i)},2024-0{6 if i < 5 else 7}-{i:02d},{10 * i if i < 5 else 1000 * i}\n" for i in range(1, 11)))
+    (data / "memo.md").write_text(CENTS_MEMO)
+
+
 async def test_a_unit_change_a_memo_documents_is_made_good_after_the_join(scripted_llm, tmp_path: Path,
                                                                           sandbox_config) -> None:
     """A memo says `amount` is in cents from 2024-07-01: the join the executor puts at the top of the script
     brings those rows back to USD, and the prompt says so (v17 verified a correlation over two units mixed)."""
     data = orders_and_crm(tmp_path, "segment", lambda k: "gold" if k % 2 else "basic")
-    # the same orders, dated: orders 1-4 in June, 5-10 in July and written in cents (10 i USD = 1000 i cents)
-    (data / "orders.csv").write_text("order_id,acct_ref,date,amount\n" + "".join(
-        f"O{i},C-{(i % 5) + 1:05d},2024-0{6 if i < 5 else 7}-{i:02d},{10 * i if i < 5 else 1000 * i}\n"
-        for i in range(1, 11)))
-    (data / "memo.md").write_text("# Notes on the orders export\n\nFiles: `orders.csv`.\n\n- From 2024-07-01, "
-                                  "`amount` is recorded in USD cents instead of USD (1 USD = 100.0 USD cents).\n")
-    analysis = ("m = df.groupby('segment')['amount'].sum()\n"
-                "for k, v in m.items():\n    print(f'RESULT total_{k} = {v}')")
+    cents_orders(data, "acct_ref", lambda i: f"C-{(i % 5) + 1:05d}")  # the same orders, dated, July's in cents
+    analysis = SEGMENT_TOTALS
     script, llm = scripted_llm
     script.queue(f"<think>x</think><code>{analysis}</code>",
                  {**REPORT, "conclusion": "Gold orders came to 370 USD and basic ones to 180 USD."})
@@ -290,14 +298,8 @@ async def test_a_goal_over_one_table_with_a_documented_unit_change_starts_from_i
     column it writes changed unit gets the table loaded and those rows brought back at the top of its script."""
     data = tmp_path / "data"
     data.mkdir()
-    # orders 1-4 in June, 5-10 in July written in cents; odd orders gold, even basic
-    (data / "orders.csv").write_text("order_id,segment,date,amount\n" + "".join(
-        f"O{i},{'gold' if i % 2 else 'basic'},2024-0{6 if i < 5 else 7}-{i:02d},{10 * i if i < 5 else 1000 * i}\n"
-        for i in range(1, 11)))
-    (data / "memo.md").write_text("# Notes on the orders export\n\nFiles: `orders.csv`.\n\n- From 2024-07-01, "
-                                  "`amount` is recorded in USD cents instead of USD (1 USD = 100.0 USD cents).\n")
-    analysis = ("m = df.groupby('segment')['amount'].sum()\n"
-                "for k, v in m.items():\n    print(f'RESULT total_{k} = {v}')")
+    cents_orders(data, "segment", lambda i: "gold" if i % 2 else "basic")  # odd orders gold, even basic
+    analysis = SEGMENT_TOTALS
     script, llm = scripted_llm
     script.queue(f"<think>x</think><code>{analysis}</code>",
                  {**REPORT, "conclusion": "Gold orders came to 250 USD and basic ones to 300 USD."})
