@@ -110,3 +110,11 @@ def test_a_join_by_id_and_date_dates_the_lookups_change_by_the_matched_date(tmp_
     assert "merge(" in opened.setup and "/= 1000.0" in opened.setup, opened.setup
     got = _run(room, opened.setup, "print(sorted(df.consumption_kwh.tolist()))")
     assert got == str([100.0] * 4 + [200.0] * 4)  # every month of each household in kWh
+
+
+def test_no_conversion_when_the_question_asks_for_the_values_as_recorded(tmp_path: Path) -> None:
+    """An evolution task over a finding computed from the file as it is says so (spec_check.AS_RECORDED)."""
+    from worldsmith.evolution.spec_check import AS_RECORDED
+
+    question = f"Mean of `amount` in USD over `data/orders.csv`; population: {AS_RECORDED}. Answer as @m[value]."
+    assert opening(question, _room(tmp_path / "room"), 1300, ["m"]).setup == ""

@@ -10,8 +10,9 @@ and the task turn shows the code and says it has run.
 
 The change is applied only where it is unambiguous: the note's item parses (`names.unit_change`) with a factor
 between the two units it names, the request writes the column, the table holding it has one date column and a
-numeric column by that name, some of its dates fall on or after the change, and the request does not ask in the
-new unit (it names the new unit and not the old one). The executor puts the same code after a join it writes
+numeric column by that name, some of its dates fall on or after the change, the request does not ask in the
+new unit (it names the new unit and not the old one), nor for the values as recorded (an evolution task whose
+finding was computed over the file as it is says "no value is converted"). The executor puts the same code after a join it writes
 (agents/executor.py `prepare_join`), so an evolution node's script computes in one unit too.
 """
 
@@ -82,6 +83,11 @@ def ends_before(table: TableProfile, since: str) -> bool:
     return bool(ends) and all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", e) and e < since for e in ends)
 
 
+#: a request that asks for the values as the files record them (an evolution task over a finding computed so:
+#: `evolution/spec_check.AS_RECORDED`, "… as recorded (repeated records are kept, no value is converted)")
+_AS_RECORDED = re.compile(r"\bno values? (?:is|are) converted\b|\bas (?:they are )?recorded\b", re.IGNORECASE)
+
+
 def _word(text: str, name: str) -> bool:
     """Whether `text` writes `name`, in backticks or as a plain word (an evolution goal writes no backticks)."""
     return re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text) is not None
@@ -144,6 +150,8 @@ def plan_units(ws: WorkspaceProfile, paths: Sequence[Path], request: str, join: 
     """The unit changes to make good in `df` before the model's first cell, or None. `join`: the join the session
     runs (`join_code.JoinPlan`); without one, `df` is loaded here from the one table the request asks about (the
     table holding every column it writes, or the only table it names by file)."""
+    if _AS_RECORDED.search(request):
+        return None
     load, table, matched = None, "", {}
     if join is not None:
         if join.dated:  # the facts' date column already carries the frame's name (a stack's first part's)
