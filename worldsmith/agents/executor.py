@@ -209,14 +209,14 @@ async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: lis
     plan = plan_join(ws, goal) if len(named) >= 2 else None
     # a column a note says changed unit from a date is made one unit after the join or the load
     units = await asyncio.to_thread(plan_units, ws, inputs, goal, plan)
-    if plan is None and units is None:
-        return None, ""
     if plan is not None:
         code = plan.code() + ("\n" + units.code() if units is not None else "")
         what = f"the join of {plan.facts_label} and {plan.lookup.label}"
+    elif units is not None:
+        code = template(JOIN_TEMPLATE).section("imports") + "\n\n" + units.code()
+        what = f"the load of {units.table}"
     else:
-        code = template(JOIN_TEMPLATE).section("imports") + "\n\n" + units.code()  # type: ignore[union-attr]
-        what = f"the load of {units.table}"  # type: ignore[union-attr]
+        return None, ""
     with tempfile.TemporaryDirectory(prefix="join-") as tmp:
         run = await run_script(code + _JOIN_PROBE, inputs, sandbox, Path(tmp), timeout_s)
     columns = re.search(r"^__JOINED__ (.+)$", run.stdout, re.MULTILINE) if run.ok else None
@@ -228,7 +228,7 @@ async def prepare_join(goal: str, shown: list[Path], only: set[str], inputs: lis
         return None, f"{what} matched no rows" if plan is not None else f"{what} has no rows"
     return Joined(code=code, columns=json.loads(columns.group(1)), rows=int(rows), of=int(of),
                   units=units.words() if units is not None else "",
-                  table=units.table if plan is None and units is not None else ""), ""
+                  table=units.table if units is not None else ""), ""  # "" after a join: the join loaded `df`
 
 
 def with_join(joined: Joined | None, script: str) -> str:

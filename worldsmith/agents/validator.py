@@ -53,8 +53,8 @@ from worldsmith.core.grading import Tolerant
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.core.schemas import Finding
 from worldsmith.prompts import template
-from worldsmith.tools.files.names import file_items, file_notes, unit_change
-from worldsmith.tools.files.unit_code import ends_before
+from worldsmith.tools.files.names import file_notes
+from worldsmith.tools.files.unit_code import documented_changes, ends_before
 from worldsmith.tools.sandbox import ExecResult, open_sandbox
 
 TEMPLATE = "evolve_validator.md"
@@ -275,10 +275,7 @@ def unconverted_units(script: str, inputs: list[Path]) -> list[tuple[str, str, s
     literals = _numbers_in(code)
     out: list[tuple[str, str, str]] = []
     ws = None
-    for doc, item in file_items(inputs, read):
-        change = unit_change(item)
-        if change is None or change[4] is None:
-            continue
+    for doc, item, change in documented_changes(inputs, read):
         column, since, factor = change[0], change[1], float(change[4].removeprefix("1/"))
         if not _uses_column(code, column):
             continue

@@ -19,7 +19,7 @@ finding was computed over the file as it is says "no value is converted"). The e
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -77,6 +77,22 @@ class UnitPlan:
         return template(TEMPLATE).section("with", changes="; ".join(f.words() for f in self.fixes))
 
 
+#: a parsed note item (`names.unit_change`): column, date, unit now, unit before, divisor ("k" or "1/k")
+Change = tuple[str, str, str, str, str]
+
+
+def documented_changes(paths: Sequence[Path], files: Collection[str]) -> list[tuple[str, str, Change]]:
+    """(document, item, its parsed change) for every note item on `files` (under `paths`) that says a column
+    changed unit from a date and gives the factor between the two units it names. The analyst's setup and the
+    validator's mixed-units rule read the notes through it."""
+    out = []
+    for doc, item in file_items(list(paths), files):
+        change = unit_change(item)
+        if change is not None and change[4] is not None:
+            out.append((doc, item, (change[0], change[1], change[2], change[3], change[4])))
+    return out
+
+
 def ends_before(table: TableProfile, since: str) -> bool:
     """Whether every date column of a table (as profiled) ends before the ISO date `since` (False without one)."""
     ends = [str(c.max)[:10] for c in table.columns if c.semantic_type == "datetime" and c.max is not None]
@@ -119,13 +135,13 @@ def _frame_columns(sides: Sequence[_Side]) -> dict[str, list[tuple[TableProfile,
     return out
 
 
-def _fix(change: tuple[str, str, str, str, str | None], doc: str, item: str, request: str,
+def _fix(change: Change, doc: str, item: str, request: str,
          frame: Mapping[str, list[tuple[TableProfile, str]]], side: _Side,
          matched: Mapping[str, str]) -> UnitFix | None:
     """The fix `change` (a note's item, parsed) calls for in the frame, or None. `matched`: a date column of the
     lookup → the facts' date column the join matched it on (a join by id and date)."""
     column, since, new, old, divisor = change
-    if divisor is None or column not in frame:
+    if column not in frame:
         return None
     if _asked_in(request, new, old):
         return None  # asked in the new unit
@@ -172,9 +188,8 @@ def plan_units(ws: WorkspaceProfile, paths: Sequence[Path], request: str, join: 
     fixes: dict[str, UnitFix] = {}
     for side in sides:  # a note counts for the columns of the files it is about
         files = {PurePosixPath(t.file).name for t, _ in side}
-        for doc, item in file_items(list(paths), files):
-            change = unit_change(item)
-            if (change is None or not _word(request, change[0]) or change[0] in fixes
+        for doc, item, change in documented_changes(paths, files):
+            if (not _word(request, change[0]) or change[0] in fixes
                     or change[0] not in frame
                     or side_of[frame[change[0]][0][0].label] is not side):
                 continue
