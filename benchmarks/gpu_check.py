@@ -92,7 +92,7 @@ def main() -> None:
     import torch
     from transformers import TrainerCallback
 
-    from worldsmith.training.rl import SFTRLConfig, SFTRLTrainer
+    from worldsmith.training.rl import SFTRLConfig, SFTRLTrainer, objective_settings
 
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -126,7 +126,7 @@ def main() -> None:
     cfg = SFTRLConfig(output_dir=out, max_steps=args.steps, per_device_train_batch_size=args.prompts * args.generations,
                       num_generations=args.generations, max_completion_length=completion, learning_rate=1e-6,
                       bf16=cuda, use_cpu=not cuda, logging_steps=1, report_to=[], save_strategy="no",
-                      importance_sampling_level="sequence" if args.gspo else "token", gradient_checkpointing=cuda,
+                      **objective_settings(args.gspo), gradient_checkpointing=cuda,
                       gamma_schedule="cosine", log_completions=False)
     clock = Clock()
     trainer = SFTRLTrainer(model=model, reward_funcs=[synthetic_reward], args=cfg, train_dataset=ds,

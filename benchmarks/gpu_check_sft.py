@@ -47,7 +47,8 @@ if torch.cuda.is_available():
     out["smol_shape"]["peak_mem_GiB"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
 r = train_sft(build_sft_dataset([oracle(i) for i in range(8)], tok, config=DataConfig(validation_fraction=0)), tiny_model(tok), tok,
               SFTRunConfig(max_steps=3, lora=True, lr=1e-2, lora_r=4), RunDir.create("sft", tmp), model_name="lora")
-out["lora"] = {"final_loss": r.summary["final_loss"], "adapter_files": (r.checkpoint / "adapter_config.json").exists()}
+out["lora"] = {"final_loss": r.summary["final_loss"], "merged": (r.checkpoint / "model.safetensors").is_file()
+               and not (r.checkpoint / "adapter_config.json").exists()}
 try:
     from worldsmith.llm.config import EndpointConfig
     from worldsmith.llm.providers.hf import HFProvider, load_checkpoint

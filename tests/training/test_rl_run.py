@@ -69,3 +69,17 @@ def test_three_step_sft_rl_run(tmp_path: Path, sales_csv: Path) -> None:
     assert "| step | reward | γ |" in (run.path / "report.md").read_text()
     assert (Path(summary["checkpoint"]) / "config.json").exists()
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+@pytest.mark.parametrize("gspo, expected", [
+    # DAPO (DataMind / the DAPO paper): token-level ratios and loss, clip-higher 0.2 / 0.28
+    (False, {"importance_sampling_level": "token", "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28}),
+    # GSPO paper v2 §5.1: sequence-level ratio, per-sequence loss, clip 3e-4 / 4e-4
+    (True, {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4}),
+])
+def test_the_gspo_switch_trains_gspo_as_its_paper_does(tmp_path: Path, gspo: bool, expected: dict) -> None:
+    from worldsmith.training.rl_run import trainer_config
+
+    cfg = trainer_config(RLRunConfig(gspo=gspo, max_steps=1), tmp_path)
+    assert {k: getattr(cfg, k) for k in expected} == expected
+    assert cfg.beta == 0.0

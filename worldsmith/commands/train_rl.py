@@ -31,7 +31,7 @@ def rl_cmd(tasks: Annotated[list[Path], typer.Option("--tasks", help="Task colle
            lr: Annotated[float, typer.Option(help="Learning rate.")] = 1e-6,
            gamma: Annotated[str, typer.Option(help="SFT weight schedule: cosine | linear | constant:<v> | sft-then-rl:<pct>.")] = "cosine",
            lora: Annotated[bool, typer.Option("--lora/--full", help="LoRA adapters (merged on save) or full fine-tuning.")] = False,
-           gspo: Annotated[bool, typer.Option("--gspo/--token-level", help="Sequence-level importance ratios (GSPO).")] = False,
+           gspo: Annotated[bool, typer.Option("--gspo/--token-level", help="GSPO as its paper trains it: sequence-level ratios, per-sequence loss, clip 3e-4/4e-4.")] = False,
            max_turns: Annotated[int, typer.Option(help="Turns per rollout.")] = 10,
            max_tokens: Annotated[int, typer.Option("--max-completion-tokens", help="Token budget of a rollout (model + interpreter).")] = 2048,
            max_new_tokens: Annotated[int, typer.Option(help="Tokens per assistant turn.")] = 512,

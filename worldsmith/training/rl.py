@@ -53,6 +53,19 @@ class SFTRLConfig(GRPOConfig):
         parse_schedule(self.gamma_schedule)  # fail at configuration time, not at the first step
 
 
+#: GSPO as its paper trains it (Zheng et al. 2025, v2 §5.1; TRL's paper index gives the same GRPOConfig): one
+#: importance ratio per sequence, the per-sequence mean loss (TRL warns that DAPO's token sum weights each sequence
+#: by its length), and a clip range three orders of magnitude narrower, as a sequence ratio moves far less than a
+#: token's.
+GSPO_SETTINGS: dict[str, Any] = {"importance_sampling_level": "sequence", "loss_type": "grpo",
+                                 "epsilon": 3e-4, "epsilon_high": 4e-4}
+
+
+def objective_settings(gspo: bool) -> dict[str, Any]:
+    """SFTRLConfig keyword arguments for the RL objective: DAPO (the config's defaults) or GSPO."""
+    return dict(GSPO_SETTINGS) if gspo else {"importance_sampling_level": "token"}
+
+
 class SFTRLTrainer(GRPOTrainer):
     """`GRPOTrainer` + the SFT term, γ schedule, group filter and void masking. Build it like a GRPOTrainer with an
     `SFTRLConfig` (a plain GRPOConfig gets the config defaults above)."""

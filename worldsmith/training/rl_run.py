@@ -38,7 +38,7 @@ class RLRunConfig:
     gamma_schedule: str = "cosine"
     lora: bool = False
     lora_rank: int = 16
-    gspo: bool = False  # sequence-level importance ratios (GSPO) instead of token-level
+    gspo: bool = False  # GSPO as its paper trains it (rl.GSPO_SETTINGS) instead of DAPO
     beta: float = 0.0
     max_completion_tokens: int = 2048
     max_new_tokens: int = 512  # per turn
@@ -54,7 +54,7 @@ class RLRunConfig:
 
 
 def trainer_config(cfg: RLRunConfig, output_dir: Path) -> Any:
-    from worldsmith.training.rl import SFTRLConfig
+    from worldsmith.training.rl import SFTRLConfig, objective_settings
 
     return SFTRLConfig(
         output_dir=str(output_dir), max_steps=cfg.max_steps, learning_rate=cfg.lr,
@@ -62,7 +62,7 @@ def trainer_config(cfg: RLRunConfig, output_dir: Path) -> Any:
         gradient_accumulation_steps=cfg.grad_accum, num_generations=cfg.num_generations,
         max_completion_length=cfg.max_completion_tokens, temperature=cfg.temperature,
         gamma_schedule=cfg.gamma_schedule, mask_void=cfg.mask_void, filter_equal_groups=cfg.filter_equal_groups,
-        importance_sampling_level="sequence" if cfg.gspo else "token", beta=cfg.beta, seed=cfg.seed,
+        **objective_settings(cfg.gspo), beta=cfg.beta, seed=cfg.seed,
         reward_weights=cfg.reward_weights,
         logging_steps=1, save_strategy="no", report_to=[], bf16=cfg.bf16, use_cpu=not _cuda(),
         log_completions=False, disable_tqdm=True)  # progress goes through `progress`; stdout stays free for --json
