@@ -578,10 +578,10 @@ async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scri
                  "<think>done</think><answer>@mean_bp[148.0]</answer>")
     final, _ = await _run(make_rt(), question, task_files(task))
     traj = final["trajectory"]
-    assert "has already run in your\nsession" in traj["user_prompt"]
+    assert "has already run in your session" in traj["user_prompt"]
     assert traj["steps"][0]["observation"].startswith("148.0")  # with no join of its own
     assert traj["status"] == "answered" and not traj["guards"]  # the setup's read counts as evidence
-    assert traj["metadata"]["setup"] and traj["metadata"]["setup"] in traj["user_prompt"]
+    assert traj["metadata"]["setup"] and traj["metadata"]["setup"] not in traj["user_prompt"]  # recorded, not shown
     [row], _ = rl_rows([task])
     assert row["setup"] == traj["metadata"]["setup"] and row["prompt"][-1]["content"] == traj["user_prompt"]
 
