@@ -541,3 +541,17 @@ def test_columns_picked_by_a_list_of_the_frames_own_columns_get_the_names_form()
     mixed = 'd = df[[df["distance_km"], "fare_usd"]].dropna()'
     note = pandas_notes(mixed, _pandas_error(lambda: df[[df["distance_km"], "fare_usd"]]))
     assert 'df[["distance_km", "fare_usd"]]' in note
+
+
+def test_a_write_into_the_read_only_inputs_says_where_to_write() -> None:
+    """v18's synthesis solver created `data/metrics` three times on the read-only mount, so its task had fewer than
+    two solver runs and was dropped. Errors as Python itself words them (the sandbox reports `str(exc)`)."""
+    from worldsmith.agents.analyst import pandas_notes
+    from worldsmith.tools.sandbox.base import ExecError
+
+    for exc in (OSError(30, "Read-only file system", "data/metrics"),
+                PermissionError(13, "Permission denied", "data/metrics/")):
+        note = pandas_notes("os.makedirs('data/metrics')", ExecError(type=type(exc).__name__, message=str(exc)))
+        assert "`data/metrics" in note and "read-only" in note and "(e.g. `metrics`)" in note
+    other = OSError(2, "No such file or directory", "data/x.csv")
+    assert pandas_notes("open('data/x.csv')", ExecError(type="FileNotFoundError", message=str(other))) == ""

@@ -522,6 +522,9 @@ _ERROR_NOTES = ((_TEXT_DATES, "text dates"), (_DATE_FORMAT, "date formats"), (_T
 _SERIES_LIST = re.compile(r"\b(?P<frame>[A-Za-z_]\w*)\[\[\s*(?P=frame)\s*\[(?P<inner>[^\n]*?)\]\s*\]")
 #: a call given an argument it does not take (`s.corr(t, ddof=0)`: three embedded validator checks crashed on it)
 UNKNOWN_ARGUMENT = re.compile(r"(?P<call>[\w.]+)\(\) got an unexpected keyword argument '(?P<name>\w+)'")
+#: a write into the read-only inputs (v18's synthesis solver made `data/metrics` three times, so its target had
+#: fewer than two solver runs and was dropped)
+_READ_ONLY = re.compile(r"\[Errno (?:30|13)\] (?:Read-only file system|Permission denied): '(?P<path>[^'\n]+)'")
 
 
 def pandas_notes(code: str, error: Any) -> str:
@@ -531,7 +534,8 @@ def pandas_notes(code: str, error: Any) -> str:
     text dates or with pandas 3's retired "M", a text column in a numeric operation (the 1.5B model ran `df.corr()`
     over a joined frame with its id columns four times), a Series method on one number, `.str` on a column of
     numbers, a classification metric given a regressor's continuous predictions, an argument a call does not
-    take, and columns picked by a list of the frame's own columns (`df[[df["a"], df["b"]]]`). '' otherwise."""
+    take, columns picked by a list of the frame's own columns (`df[[df["a"], df["b"]]]`), and a file written into
+    the read-only inputs' folder. '' otherwise."""
     text = ""
     if bool_combine_error(code, error):
         text += "\n" + feedback("combined conditions")
@@ -549,6 +553,9 @@ def pandas_notes(code: str, error: Any) -> str:
                                     names=", ".join(f'"{name}"' for _, name in names))
     if m := UNKNOWN_ARGUMENT.search(raised):
         text += "\n" + feedback("unknown argument", call=m.group("call"), name=m.group("name"))
+    if m := _READ_ONLY.search(raised):
+        path = m.group("path")
+        text += "\n" + feedback("read-only inputs", path=path, name=Path(path.rstrip("/")).name or "out.csv")
     return text
 
 
