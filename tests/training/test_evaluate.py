@@ -278,3 +278,19 @@ def test_batch_status() -> None:
 
     assert [batch_status(0, 4), batch_status(1, 4), batch_status(4, 4), batch_status(0, 0)] == \
         ["ok", "partial", "failed", "ok"]
+
+
+async def test_questions_on_one_workspace_are_solved_one_after_another(tmp_path: Path) -> None:
+    """Round-robin sets (generated-v1) interleave worlds; solving a world's questions together lets a prefix cache
+    reuse their shared file list. The report keeps the set's order."""
+    from worldsmith.core.schemas import WorkspaceFile, WorkspaceRef
+
+    def on(task: Task, world: str) -> Task:
+        files = [WorkspaceFile(path=f"data/{world}.csv", sha256=world * 8, size=1)]
+        return task.model_copy(update={"workspace": WorkspaceRef(files=files, root=f"worlds/{world}")})
+
+    tasks = [on(TASKS[0], "w1"), on(TASKS[1], "w2"), on(TASKS[2], "w1"), on(TASKS[3], "w2")]
+    solver = FakeSolver()
+    report = await evaluate(tasks, solver, samples=2, run_dir=_run(tmp_path))
+    assert solver.calls == [("A", 0), ("A", 1), ("C", 0), ("C", 1), ("B", 0), ("B", 1), ("D", 0), ("D", 1)]
+    assert [r.task_id for r in report.tasks] == ["A", "B", "C", "D"]

@@ -157,6 +157,25 @@ async def _resume_pair(task: Task, sample: int, run_dir: RunDir, strict: bool | 
     return _sample_result(task, traj, grade, path, run_dir, resumed=True)
 
 
+def workspace_key(task: Task) -> tuple[str, ...]:
+    """The files a task's solver starts from: tasks with the same key open with the same file list."""
+    ws = task.workspace
+    return (ws.root or "", ws.content_hash or "\n".join(sorted(f"{f.path}:{f.sha256}" for f in ws.files)))
+
+
+def solve_order(tasks: Sequence[Task], samples: int) -> list[tuple[Task, int]]:
+    """(task, sample) pairs in the order they are solved: the questions on one workspace one after another, in
+    the set's order otherwise (the report keeps the set's order). The analyst's task turn opens with the file
+    list, so consecutive questions on the same files share a prompt prefix that a prefix-caching server
+    (llama.cpp's KV cache, vLLM/SGLang's prefix cache) does not process again; generated-v1 lists its questions
+    round robin over the worlds, where no two neighbours share one."""
+    first: dict[tuple[str, ...], int] = {}
+    for i, t in enumerate(tasks):
+        first.setdefault(workspace_key(t), i)
+    ranked = sorted(range(len(tasks)), key=lambda i: (first[workspace_key(tasks[i])], i))
+    return [(tasks[i], s) for i in ranked for s in range(samples)]
+
+
 def _is_done(run_dir: RunDir, task: Task, sample: int, retry_errors: bool) -> bool:
     key = pair_key(task, sample)
     if not run_dir.ledger.done(key):
@@ -195,7 +214,7 @@ async def evaluate(tasks: Sequence[Task], solve: SolveFn, *, samples: int = 1, r
         raise ValueError(f"duplicate task ids in the eval set: {', '.join(dupes)}")
     t0 = time.monotonic()
     usage_before = usage() if usage is not None else None
-    pairs = [(t, s) for t in tasks for s in range(samples)]
+    pairs = solve_order(tasks, samples)
     total = len(pairs)
     done_before = {(t.id, s) for t, s in pairs if _is_done(run_dir, t, s, retry_errors)}
     run_dir.event("eval_started", n_tasks=len(tasks), samples=samples, pairs=total, already_done=len(done_before),
