@@ -84,10 +84,28 @@ async def test_answer_without_requested_tags_gets_format_feedback(scripted, sale
 
 
 async def test_rounding_beyond_requested_decimals_is_flagged(scripted, sales_csv: Path) -> None:
+    """Sampling training data (no post-processing), the model is asked to round: its trajectory ends in its own
+    rounded answer."""
     script, make_rt = scripted
     script.queue(CODE_TURN, "<think>x</think><answer>@mean_amount[20.1234]</answer>", ANSWER_TURN)
-    await _run(make_rt(), QUESTION, [sales_csv])
+    await _run(make_rt(), QUESTION, [sales_csv], postprocess=False)
     assert "more than the 1 decimal places" in script.requests[2].last_user
+
+
+async def test_only_the_rounding_off_is_rounded_on_record_without_a_re_ask(scripted, sales_csv: Path) -> None:
+    """Evaluating (post-processing on), a number that is right but has more decimals than asked costs no turn: the
+    1.5B model's reply to that re-ask was the same rounding in 23 of 23 cases. The model's answer stays on record."""
+    script, make_rt = scripted
+    unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"
+    script.queue(UNROUNDED_CELL, unrounded, unrounded)
+    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
+    traj = final["trajectory"]
+    assert len(script.requests) == 2 and len(traj["calls"]) == 2  # the cell and the answer: no re-ask
+    assert traj["final_answer"] == "The mean is 20.1234. @mean_amount[20.1234]"
+    assert traj["graded_answer"] == "The mean is 20.1234. @mean_amount[20.1]"  # 20.1234 at the one decimal asked
+    [step] = traj["postprocess"]
+    assert step["kind"] == "round_decimals" and "without a re-ask" in step["reason"]
+    assert traj["status"] == "answered"
 
 
 async def test_max_turns_stops_and_nudges_on_the_last_turn(scripted, sales_csv: Path) -> None:
@@ -360,19 +378,6 @@ async def test_a_cell_cut_off_at_the_turn_budget_is_named_as_such(scripted, sale
 
 #: a cell that prints a number with more decimals than the question asks for (the answers below repeat it)
 UNROUNDED_CELL = "<think>x</think><code>df = pd.read_csv('sales.csv')\nprint(df['amount'].mean() + 0.1234)</code>"
-
-
-async def test_rounding_feedback_ignored_twice_is_recorded_as_post_processing(scripted, sales_csv: Path) -> None:
-    script, make_rt = scripted
-    unrounded = "<think>x</think><answer>The mean is 20.1234. @mean_amount[20.1234]</answer>"
-    script.queue(UNROUNDED_CELL, unrounded, unrounded, unrounded)
-    final, _ = await _run(make_rt(), QUESTION, [sales_csv])
-    traj = final["trajectory"]
-    assert traj["final_answer"] == "The mean is 20.1234. @mean_amount[20.1234]"  # the model's own answer, untouched
-    assert traj["graded_answer"] == "The mean is 20.1234. @mean_amount[20.1]"  # its number at the one decimal asked
-    [step] = traj["postprocess"]
-    assert step["kind"] == "round_decimals" and step["before"] == traj["final_answer"]
-    assert step["after"] == traj["graded_answer"] and "decimal" in step["reason"]
 
 
 async def test_a_placeholder_copied_after_its_feedback_is_cut_then_rounded_on_record(scripted, sales_csv: Path) -> None:

@@ -335,7 +335,14 @@ def answer_problems(answer: str, instruction: str, names: list[str]) -> list[str
     # the answer line's placeholder copied into the brackets: "@x[61.4 in points, e.g. 12.3]" grades as no number
     problems += [f"@{n}[{got[n]}] repeats the placeholder's words; put only the value inside the brackets"
                  for n in names if n in got and _PLACEHOLDER.search(got[n])]
+    return problems + rounding_problems(answer, instruction, names)
+
+
+def rounding_problems(answer: str, instruction: str, names: list[str]) -> list[str]:
+    """The `answer_problems` that are a number with more decimals than its format clause asks for."""
+    got = extract_answers(answer) if names else {}
     decimals = decimals_by_name(instruction, names)  # per sub-answer: each format clause asks for its own
+    problems = []
     for n in names:
         v, places = got.get(n, ""), decimals.get(n)
         if places is not None and parse_number(v) is not None and "." in v and len(v.split(".")[-1].rstrip("%")) > places:

@@ -59,7 +59,8 @@ class AnalystConfig(Section):
     repeat_temperature: float = Field(0.7, gt=0, le=2, description="sampling temperature of those re-samples")
     postprocess: bool = Field(True, description="after the format feedback is used up, cut the answer line's placeholder "
                               "words from an answer's values and round its numbers to the requested decimals for "
-                              "grading (recorded beside the model's own answer); set False when "
+                              "grading (recorded beside the model's own answer); when only the rounding is off, "
+                              "round at once instead of re-asking; set False when "
                               "sampling training data, so the grader sees the raw answer")
 
 
