@@ -241,3 +241,21 @@ def test_unit_change_reads_the_column_date_units_and_the_direction_of_the_factor
     assert unit_change("`amount` is recorded in USD cents instead of USD (1 USD = 100.0 USD cents).") is None
     assert unit_change("From 2024-07-01, `amount` is called `amt`.") is None
 
+
+
+def test_a_name_a_memo_says_a_column_holds_points_at_that_column(tmp_path: Path) -> None:
+    """generated-v1's surveillance room: no table has `hospitalisations`; a memo says `hosp_adm` holds it. Said as
+    "no table has a column by this name" with the memo line apart, the 1.5B model correlated `cases` with itself."""
+    (tmp_path / "hospital.csv").write_text("district_id,period,hosp_adm\nD1,2024-01,5\nD2,2024-01,7\n")
+    (tmp_path / "surveillance.csv").write_text("district_id,period,cases\nD1,2024-01,50\nD2,2024-01,70\n")
+    (tmp_path / "hospital.md").write_text("# Notes on the `hospital` export\n\n"
+                                          "- The column `hosp_adm` holds `hospitalisations`.\n")
+    ws = profile_workspace(sorted(tmp_path.iterdir()), as_mounted=True)
+    lines = request_notes("Correlation of `cases` with `hospitalisations` by `district_id`.", ws)
+    [said] = [line for line in lines if line.startswith("- `hospitalisations`")]
+    assert said == ("- `hospitalisations`: no table has a column by this name; hospital.md says the column "
+                    "`hosp_adm` of hospital.csv holds it: use `hosp_adm`")
+    assert not [line for line in lines if "hospital.md says: The column" in line]  # quoted once, not twice
+    # a name no document places keeps the plain line
+    other = request_notes("Mean of `admissions` by `district_id`.", ws)
+    assert "- `admissions`: no table has a column by this name" in other[0] and "use `" not in other[0]
