@@ -446,8 +446,10 @@ async def test_a_multi_file_question_gets_its_names_placed_and_rl_prompts_match(
     assert final["trajectory"]["user_prompt"] == turn
     notes = turn[turn.index("# The task's names in these files"):]
     # by hand: no table has `amount` (orders.csv calls it `amt`, as its note says); region holds N and S only
-    assert "- `amount`: no table has a column by this name" in notes
-    assert "- orders.md says: `amount` is called `amt` here." in notes
+    # the memo's line is placed at the name, not quoted apart: the model correlated the wrong column otherwise
+    assert ("- `amount`: no table has a column by this name; orders.md says the column `amt` of orders.csv holds it:"
+            " use `amt`") in notes
+    assert "orders.md says: `amount` is called `amt` here." not in notes
     assert "- 'north' is not a value of `region` in customers.csv; its values: 'N', 'S'" in notes
     # RL rollouts open the same task with the same turn (one prompt path for inference and training)
     assert task_prompt(task, 4000)[-1]["content"] == turn
