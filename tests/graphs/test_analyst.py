@@ -593,6 +593,80 @@ async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scri
     assert row["setup"] == traj["metadata"]["setup"] and row["prompt"][-1]["content"] == traj["user_prompt"]
 
 
+def _visits_room(tmp_path: Path):
+    """The visits/enrol room of the test above, as a task whose turn says the join has run."""
+    folder = tmp_path / "room"
+    folder.mkdir()
+    (folder / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{140 + i + r}\n" for r in (0, 10)
+                                                                   for i in range(1, 7)))
+    (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
+    question = ("Mean `bp` in `visits.csv` of the patients `treated` in `enrol.csv`. Answer as @mean_bp[value].")
+    return question, _task(folder, question, "mean_bp", 148.0)
+
+
+async def test_a_cell_reading_the_joined_files_again_into_df_is_not_run(scripted, tmp_path: Path) -> None:
+    """At 3750f22 the 1.5B model began every cell of its first four setup questions by reading the ledger again into
+    `df`, so the joined columns were gone; such a cell is not run, the model is told what `df` holds, and its
+    next cell starts from the join."""
+    from worldsmith.graphs.solve import task_files
+
+    question, task = _visits_room(tmp_path)
+    script, make_rt = scripted
+    reload = ("<think>load</think><code>df = pd.read_csv('visits.csv')\n"
+              "print(df[df['treated'] == 1]['bp'].mean())</code>")
+    script.queue(reload, "<think>from df</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>",
+                 "<think>done</think><answer>@mean_bp[148.0]</answer>")
+    final, _ = await _run(make_rt(), question, task_files(task))
+    traj = final["trajectory"]
+    assert "pd.read_csv(\"visits.csv\")" in traj["metadata"]["setup"] or "visits.csv" in traj["metadata"]["setup"]
+    first, second = traj["steps"][:2]
+    assert first["observation"].startswith("[Not run:") and first["execution"]["error_type"] == "NotRun"
+    columns = first["observation"].split("has the columns ")[1]
+    assert "bp" in columns and "treated" in columns  # the joined frame's, from the session
+    assert second["observation"].startswith("148.0")  # the setup's df was left whole: treated bp 141..155, by hand
+    assert traj["status"] == "answered"
+    assert [(g["kind"], g["step"], g["reasked"]) for g in traj["guards"]] == [("setup_reload", 0, True)]
+    # the model saw the note as the interpreter's message after its cell, exactly as recorded
+    turn = script.requests[1].messages[-1]["content"]
+    assert "[Not run:" in turn and first["observation"].splitlines()[0] in turn
+
+
+async def test_a_setup_reload_is_kept_from_running_twice_a_question_then_runs(scripted, tmp_path: Path) -> None:
+    from worldsmith.graphs.solve import task_files
+
+    question, task = _visits_room(tmp_path)
+    script, make_rt = scripted
+    reload = "<think>load</think><code>df = pd.read_csv('visits.csv')\nprint(len(df), list(df.columns))</code>"
+    answer = "<think>12 rows</think><answer>@mean_bp[12]</answer>"  # re-asked once (out of bp's range), then kept
+    script.queue(reload, reload, reload, answer, answer)
+    final, _ = await _run(make_rt(), question, task_files(task))
+    steps = final["trajectory"]["steps"]
+    assert [s["execution"]["error_type"] for s in steps[:3]] == ["NotRun", "NotRun", None]
+    assert steps[2]["observation"].startswith("12 ['patient_id', 'bp']")  # the file as it is: 12 visits, by hand
+    script.queue(reload, answer, answer)
+    final, _ = await _run(make_rt(analyst={"setup_keeps": 0}), question, task_files(task))
+    assert final["trajectory"]["steps"][0]["execution"]["ok"]  # 0: run as written
+
+
+async def test_the_joined_df_cut_to_one_group_is_made_whole_again(scripted, tmp_path: Path) -> None:
+    """A joined `df` cut to the treated rows and then filtered for the untreated ones comes out empty; the model
+    cannot remake the join by a load call, so the session runs its setup again and says so."""
+    from worldsmith.graphs.solve import task_files
+
+    question, task = _visits_room(tmp_path)
+    script, make_rt = scripted
+    cut = ("<think>split</think><code>df = df[df['treated'] == 1]\n"
+           "print(df['bp'].mean() - df[df['treated'] == 0]['bp'].mean())</code>")
+    done = "<think>done</think><answer>@mean_bp[148.0]</answer>"
+    script.queue(cut, "<think>count</think><code>print(len(df))</code>", done, done)
+    final, _ = await _run(make_rt(), question, task_files(task))
+    first, second = final["trajectory"]["steps"][:2]
+    assert first["observation"].startswith("nan")
+    assert "kept only one group's rows" in first["observation"]
+    assert "setup ran again, so `df` holds every row once more" in first["observation"]
+    assert second["observation"].startswith("12")  # every visit again (12, by hand), not the 6 treated ones
+
+
 async def test_a_report_naming_no_data_file_is_sent_back_once(scripted, sales_csv: Path) -> None:
     script, make_rt = scripted
     question = ("What is the mean amount?\n\nWrite a Markdown report (`answer.md`) that answers the question: state "

@@ -155,3 +155,33 @@ def test_a_setup_runs_before_the_first_cell_and_counts_as_reading_the_data(env, 
     assert with_setup.executed[0].ok and with_setup.executed[0].observation.startswith("3")  # 3 rows, by hand
     assert with_setup.unsupported is None
     assert not without.executed[0].ok and without.unsupported == "no_evidence: every code cell failed"
+
+
+def test_a_cell_reading_the_setup_files_again_is_not_run_as_in_inference(env, sales_csv: Path) -> None:  # noqa: ANN001
+    """The setup guard of inference (agents/setup_guard.py) holds in rollouts too: one environment for both."""
+    tok, e = env
+    setup = "df = pd.read_csv('sales.csv')\ndf['twice'] = df['amount'] * 2"
+    if not e.config.prelude:
+        setup = "import pandas as pd\n" + setup
+    reload = "<think>\nload\n</think>\n<code>\ndf = pd.read_csv('sales.csv')\nprint(list(df.columns))\n</code>"
+    from_df = "<think>\nfrom df\n</think>\n<code>\nprint(list(df.columns))\n</code>"
+    gen = _scripted(tok, [[reload, from_df, ANSWER_TURN]])
+    [r] = e.run([_prompt("A")], [[sales_csv]], gen, 4096, [["rows"]], [setup])
+    seen = [m["content"] for m in r.messages if m["role"] == "interpreter"]
+    assert "[Not run:" in seen[0] and "`df` has the columns" in seen[0] and "twice" in seen[0]
+    assert r.kept == 1 and len(r.executed) == 1  # only the second cell ran
+    assert "'twice'" in r.executed[0].observation  # the setup's df, left whole
+
+
+def test_a_setup_frame_cut_to_one_group_is_made_whole_again_as_in_inference(env, sales_csv: Path) -> None:  # noqa: ANN001
+    tok, e = env
+    setup = "df = pd.read_csv('sales.csv')"
+    if not e.config.prelude:
+        setup = "import pandas as pd\n" + setup
+    cut = ("<think>\nsplit\n</think>\n<code>\ndf = df[df['region'] == 'north']\n"
+           "print(len(df[df['region'] == 'south']))\n</code>")
+    count = "<think>\ncount\n</think>\n<code>\nprint(len(df))\n</code>"
+    gen = _scripted(tok, [[cut, count, ANSWER_TURN]])
+    [r] = e.run([_prompt("A")], [[sales_csv]], gen, 4096, [["rows"]], [setup])
+    assert "holds every row once more" in r.executed[0].observation
+    assert r.executed[1].observation.startswith("3")  # sales.csv's 3 rows again

@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 
 from worldsmith.agents import analyst as agent
 from worldsmith.agents import answer_guards as guards
+from worldsmith.agents import setup_guard
 from worldsmith.core.schemas import ExecSummary, GuardFiring, ModelCall, PostProcess, RecordedMessage, Step, Trajectory
 from worldsmith.graphs.runtime import GraphRuntime, context, emit
 from worldsmith.llm.errors import LLMContextError
@@ -232,6 +233,9 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         ran_setup["setup_ok"] = (await sb.run(state["setup"])).ok
     if fresh:
         await _replay(sb, state.get("steps", []))
+    setup_ok = bool(ran_setup.get("setup_ok", state.get("setup_ok", False)))
+    if kept := await _setup_kept(state, sb, code, setup_ok, cfg.setup_keeps):
+        return _not_run(state, pending, kept, ran_setup)
     result = await sb.run(code, timeout=cfg.cell_timeout_s)
     suspect = (result.error is not None or agent.empty_merge(code, result.stdout or "")
                or bool(agent.compared_literals(code)))  # a label the data codes otherwise matches no row
@@ -250,6 +254,10 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         replayed = await sb.replay()
         observation += agent.restart_note(None if replayed.ok else str(replayed.error))
         nudged = True
+    elif setup_ok and (frame := setup_guard.cut_frame(code, state.get("setup", ""))) \
+            and (await sb.run(state["setup"])).ok:  # the joined frame cut to one group: made whole again
+        observation += "\n" + setup_guard.restored_note(frame)
+        nudged = True
     emit({"type": "output", "text": observation, "ok": result.ok})
     for f in result.files_changed:
         if f.lower().endswith((".png", ".jpg", ".jpeg", ".svg")):
@@ -264,6 +272,31 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
     if profiled:
         update["data_facts"] = profiled  # kept: the next failing cell and the answer's guards reuse the profile
     return update
+
+
+async def _setup_kept(state: AnalystState, sb: Any, code: str, setup_ok: bool, keeps: int) -> str | None:
+    """The observation of a cell kept from running because it reads the setup's files again into the names the
+    setup made (agents/setup_guard.py), or None: it runs. Up to `keeps` such cells a question."""
+    if not setup_ok or keeps <= 0 or not (names := setup_guard.reloads(code, state.get("setup", ""))):
+        return None
+    steps = state.get("steps", [])[state.get("q_first_step", 0):]
+    if sum((s.get("execution") or {}).get("error_type") == setup_guard.NOT_RUN for s in steps) >= keeps:
+        return None
+    probed = await sb.run(setup_guard.COLUMNS_PROBE)
+    return setup_guard.note(names, (probed.stdout or "") if probed.ok else "")  # read-only: names df's columns
+
+
+def _not_run(state: AnalystState, pending: dict[str, Any], observation: str,
+             ran_setup: dict[str, Any]) -> dict[str, Any]:
+    """The step of a cell not run: its note as the observation, recorded as a `setup_reload` guard."""
+    emit({"type": "output", "text": observation, "ok": False})
+    pending.update(observation=observation, execution=ExecSummary(ok=False, error_type=setup_guard.NOT_RUN)
+                   .model_dump())
+    step = Step(**pending)
+    fired = GuardFiring(kind=setup_guard.KIND, step=step.index, detail=observation, reasked=True)
+    return {"steps": [step.model_dump(mode="json")], "pending": None, **ran_setup, "guards": [fired.model_dump()],
+            "messages": [_msg("interpreter", render_observation(observation), "interpreter",
+                              agent.FEEDBACK_TEMPLATE)]}
 
 
 def route_after_execute(state: AnalystState) -> Literal["act", "finalize"]:

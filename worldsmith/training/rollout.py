@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from worldsmith.agents import setup_guard
 from worldsmith.agents.analyst import (PRELUDE, empty_merge, observation_text, repeat_nudge, same_output,
                                        void_feedback)
 from worldsmith.agents.answer_guards import Cell, example_copy, no_evidence, profile_facts
@@ -53,6 +54,7 @@ class RolloutConfig:
     cell_timeout_s: float = 30.0
     prelude: bool = True  # run the analyst's import prelude in each fresh session, as inference does
     pool_size: int = 0  # warm sandbox sessions kept ready (0 = start each session on demand)
+    setup_keeps: int = 2  # cells not run for reading the setup's files again into its names (as inference)
 
 
 @dataclass
@@ -70,6 +72,8 @@ class Rollout:
     last_cell: tuple[str, str] | None = None  # (code, observation) of the latest cell, for the repeat note
     executed: list[Cell] = field(default_factory=list)  # every cell run, for the answer guards
     unsupported: str | None = None  # a blocking answer guard's finding (no evidence, worked-example copy)
+    setup: str = ""  # the code its session ran before the first cell, when it ran without an error
+    kept: int = 0  # cells not run for reading that setup's files again (agents/setup_guard.py)
 
     @property
     def model_tokens(self) -> int:
@@ -179,8 +183,12 @@ class SandboxEnvironment:
         timings = RolloutTimings()
         rollouts = [Rollout(prompt_ids=self.frame.prompt_ids(p)) for p in prompts]
         set_up: set[int] = set()  # the rollouts whose setup ran without an error
+        def on_setup(k: int) -> None:
+            set_up.add(k)
+            rollouts[k].setup = setups[k] if setups is not None else ""
+
         sessions = [loop.submit(self._open(list(paths), timings, setups[k] if setups is not None else "",
-                                           lambda k=k: set_up.add(k)))
+                                           lambda k=k: on_setup(k)))
                     for k, paths in enumerate(inputs)]
         pending: dict[int, concurrent.futures.Future[str]] = {}
         ready = list(range(len(rollouts)))
@@ -295,6 +303,13 @@ class SandboxEnvironment:
         note. Inference's re-sampling of a repeated failed cell is not done here: RL learns from its own repeats."""
         sb = await asyncio.wrap_future(session)
         start = time.perf_counter()
+        if r.kept < self.config.setup_keeps and (names := setup_guard.reloads(code, r.setup)):
+            r.kept += 1  # not run, as inference: the note names what the session holds
+            probed = await sb.run(setup_guard.COLUMNS_PROBE)
+            timings.sandbox_s += time.perf_counter() - start
+            text = setup_guard.note(names, (probed.stdout or "") if probed.ok else "")
+            r.last_cell = (code, text)
+            return text
         result = await sb.run(code, timeout=self.config.cell_timeout_s)
         timings.sandbox_s += time.perf_counter() - start
         facts = None
@@ -302,6 +317,8 @@ class SandboxEnvironment:
             facts = await asyncio.to_thread(profile_facts, [str(p) for p in inputs])
         text = observation_text(result, self.config.max_observation_chars, facts, code=code,
                                 cut_off_at=self.config.max_new_tokens if r.cut_off else None)
+        if (frame := setup_guard.cut_frame(code, r.setup)) and (await sb.run(r.setup)).ok:
+            text += "\n" + setup_guard.restored_note(frame)  # as inference: the joined frame made whole again
         if r.last_cell is not None and r.last_cell[0] == code and same_output(r.last_cell[1], text):
             text += repeat_nudge()
         r.last_cell = (code, text)

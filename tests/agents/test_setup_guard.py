@@ -1,0 +1,53 @@
+"""Which cells read the session setup's files again into the names it made (agents/setup_guard.py). Hand-written
+cells: the four shapes the 1.5B model wrote at 3750f22, and the reads that must run as written."""
+
+from __future__ import annotations
+
+from worldsmith.agents.setup_guard import note, reloads
+
+SETUP = """gl = pd.concat([pd.read_excel("data/ledger.xlsx", sheet_name="gl_2022"),
+                pd.read_excel("data/ledger.xlsx", sheet_name="gl_2023")], ignore_index=True)
+branch_master = pd.read_json("data/branch_master.json")
+gl["_key"] = pd.to_numeric(gl["branch_id"].astype(str).str.extract(r"(\\d+)", expand=False), errors="coerce")
+df = gl.merge(branch_master, on="_key", how="left")
+df = df.drop(columns=["_key"])
+"""
+
+
+def test_a_setup_file_read_again_into_a_setup_name_is_found() -> None:
+    assert reloads('df = pd.read_excel("data/ledger.xlsx", sheet_name="gl_2022")\nprint(df.opex.mean())', SETUP) \
+        == ["df"]
+    stacked = ('gl = pd.concat([pd.read_excel("data/ledger.xlsx", sheet_name="gl_2022"),\n'
+               '                pd.read_excel("data/ledger.xlsx", sheet_name="gl_2023")])\ndf = pd.concat([gl, gl])')
+    assert reloads(stacked, SETUP) == ["gl"]  # `df = pd.concat([gl, gl])` reads no file
+    both = 'branch_master = pd.read_json("data/branch_master.json")\ndf = pd.read_excel(io="data/ledger.xlsx")'
+    assert reloads(both, SETUP) == ["branch_master", "df"]
+    inside = 'for s in ["gl_2022"]:\n    df = pd.read_excel("data/ledger.xlsx", sheet_name=s)'
+    assert reloads(inside, SETUP) == ["df"]
+
+
+def test_other_reads_and_other_names_run_as_written() -> None:
+    assert reloads('hr = pd.read_csv("data/hr.csv")', SETUP) == []  # a file the setup did not read
+    assert reloads('df = pd.read_csv("data/hr.csv")', SETUP) == []
+    assert reloads('raw = pd.read_excel("data/ledger.xlsx", sheet_name="gl_2022")', SETUP) == []  # a new name
+    assert reloads('df = df[df["size_class"] == "large"]', SETUP) == []
+    assert reloads('path = "data/ledger.xlsx"\ndf = pd.read_excel(path)', SETUP) == []  # no literal path: runs
+    assert reloads('df = pd.read_excel("data/ledger.xlsx"', SETUP) == []  # a syntax error: runs, and says so
+    assert reloads('df = pd.read_excel("data/ledger.xlsx")', "") == []  # no setup
+
+
+def test_the_note_names_the_replaced_names_and_the_columns_df_holds() -> None:
+    text = note(["df", "gl"], "branch_id\x1fopex\x1fsize_class\n")
+    assert text.startswith("[Not run:") and "`df`, `gl`" in text
+    assert "`df` has the columns branch_id, opex, size_class" in text
+    assert "has the columns" not in note(["df"], "")  # the probe printed nothing
+
+
+def test_only_a_setup_frame_cut_to_one_group_is_restored() -> None:
+    from worldsmith.agents.setup_guard import cut_frame
+
+    split = 'df = df[df["size_class"] == "large"]\nprint(df[df["size_class"] == "small"]["opex"].mean())'
+    assert cut_frame(split, SETUP) == "df"
+    assert cut_frame(split.replace("df", "x"), SETUP) is None  # a frame of the model's own: its load call remakes it
+    assert cut_frame('df = df[df["size_class"] == "large"]\nprint(df["opex"].mean())', SETUP) is None  # one group
+    assert cut_frame(split, "") is None
