@@ -3,7 +3,7 @@ cells: the four shapes the 1.5B model wrote at 3750f22, and the reads that must 
 
 from __future__ import annotations
 
-from worldsmith.agents.setup_guard import note, reloads
+from worldsmith.agents.setup_guard import reloaded_note, reloads, restored_note, undone
 
 SETUP = """gl = pd.concat([pd.read_excel("data/ledger.xlsx", sheet_name="gl_2022"),
                 pd.read_excel("data/ledger.xlsx", sheet_name="gl_2023")], ignore_index=True)
@@ -36,11 +36,20 @@ def test_other_reads_and_other_names_run_as_written() -> None:
     assert reloads('df = pd.read_excel("data/ledger.xlsx")', "") == []  # no setup
 
 
-def test_the_note_names_the_replaced_names_and_the_columns_df_holds() -> None:
-    text = note(["df", "gl"], "branch_id\x1fopex\x1fsize_class\n")
-    assert text.startswith("[Not run:") and "`df`, `gl`" in text
-    assert "`df` has the columns branch_id, opex, size_class" in text
-    assert "has the columns" not in note(["df"], "")  # the probe printed nothing
+def test_df_counts_as_undone_when_its_columns_shape_or_sum_differ_from_the_setups() -> None:
+    setup = "id\x1fbp\x1ftreated\x1e(12, 3)\x1e1788.0\n"
+    assert undone(setup, setup) is None  # a faithful copy of the setup
+    assert undone(setup, "id\x1fbp\x1e(12, 2)\x1e1776.0") == ["treated"]  # the joined column lost
+    assert undone(setup, "id\x1fbp\x1ftreated\x1e(12, 3)\x1e1790.5") == []  # same columns, other values
+    assert undone(setup, "") == ["id", "bp", "treated"]  # no df at all
+    assert undone("", "id\x1e(1, 1)\x1e1.0") is None  # the setup's probe gave nothing: nothing to compare
+
+
+def test_the_notes_name_what_came_back() -> None:
+    text = reloaded_note(["df", "gl"], ["size_class", "region"])
+    assert "into `df`, `gl`" in text and "lost the columns `size_class`, `region`" in text
+    assert "unit changes" in reloaded_note(["df"], [])
+    assert "`df` holds every row once more" in restored_note("df")
 
 
 def test_only_a_setup_frame_cut_to_one_group_is_restored() -> None:

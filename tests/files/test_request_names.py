@@ -179,17 +179,14 @@ def test_a_question_over_two_linked_tables_gets_their_join_run_before_its_first_
                 "Answer as @gap[value].")
     opened = opening(question, files, 1300, ["gap"])
     turn = opened.turn
-    assert "# Your session, ready" in turn and turn.index("# Task") < turn.index("# Your session, ready")
-    ready = turn.split("# Your session, ready", 1)[1].split("\n# ", 1)[0]
-    assert "has already run in your session" in ready and "start your first cell from\n`df`" in ready
-    # said in words (which rows, which keys, the frames' names), never shown as code the model could copy
-    assert "each row of exams.csv (school_id) gets the columns of its row of schools.json (school_id)" in ready
-    assert "by the number in the id" in ready and "`exams` and `schools` hold the two tables" in ready
-    assert "```" not in turn and "merge(" not in turn and "_key" not in turn
-    code = opened.setup
+    assert "# The two tables, joined" in turn and turn.index("# Task") < turn.index("# The two tables")
+    assert "has already run in your\nsession" in turn
+    code = turn.split("```python\n", 1)[1].split("```", 1)[0]
+    assert code.strip() == opened.setup.strip()  # what the turn shows is what the session runs
     # the cell is what the model's session lacks: no import (the prelude ran them) and no comment
     assert not [line for line in code.splitlines() if line.startswith(("import ", "from ", "#"))], code
-    # the setup, run as the session runs it (after the prelude), joins as plain pandas does by the number in the ids
+    # the shown cell, run as the model would run it (after the session's prelude), joins as plain pandas does by
+    # the number in the ids
     probe = PRELUDE + "\n" + code + "\nprint(round(df[df.school_type == 'independent'].score.mean() - " \
                    "df[df.school_type == 'state'].score.mean(), 6))\n"
     out = subprocess.run([sys.executable, "-c", probe], cwd=room, capture_output=True, text=True, timeout=60)

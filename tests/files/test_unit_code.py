@@ -36,11 +36,10 @@ def test_one_table_is_loaded_with_the_rows_after_the_change_brought_back(tmp_pat
     question = "Mean of `amount` (in USD) over the `orders` records in `data/orders.csv`. Answer as @m[value]."
     opened = opening(question, _room(room), 1300, ["m"])
     turn = opened.turn
-    assert "# Your session, ready" in turn and turn.index("# Task") < turn.index("# Your session, ready")
-    ready = turn.split("# Your session, ready", 1)[1].split("\n# ", 1)[0]
-    assert "`df` holds every row of orders.csv" in ready and "Do not load it again" in ready
-    assert "`amount` in USD on every row" in ready and "do not convert them again" in ready
-    assert "```" not in turn and "/= 100.0" not in turn  # said, not shown: a shown cell was copied
+    assert "# The table, loaded" in turn and turn.index("# Task") < turn.index("# The table, loaded")
+    code = turn.split("```python\n", 1)[1].split("```", 1)[0]
+    assert code.strip() == opened.setup.strip()  # what the turn shows is what the session runs
+    assert "`amount` in USD on every row" in turn and "do not convert them again" in turn
     names = turn.split("# The task's names in these files", 1)[1].split("\n# ", 1)[0]
     assert "instead of USD" not in names  # the notes no longer quote a change already made
     assert float(_run(room, opened.setup, "print(df['amount'].mean())")) == 30.0  # (10+20+30+40+50)/5
@@ -83,8 +82,7 @@ def test_the_joined_table_gets_the_conversion_after_the_join(tmp_path: Path) -> 
     question = ("Mean `amount` in USD in `data/orders.csv` by `region` (in `data/customers.csv`): north minus south. "
                 "Answer as @gap[value].")
     opened = opening(question, _room(room), 1300, ["gap"])
-    assert "# Your session, ready" in opened.turn and "`amount` in USD on every row" in opened.turn
-    assert "/= 100.0" not in opened.turn
+    assert "# The two tables, joined" in opened.turn and "`amount` in USD on every row" in opened.turn
     assert opened.setup.index("merge(") < opened.setup.index("/= 100.0")
     got = _run(room, opened.setup,
                "print(df[df.region == 'north'].amount.mean() - df[df.region == 'south'].amount.mean())")

@@ -585,10 +585,10 @@ async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scri
                  "<think>done</think><answer>@mean_bp[148.0]</answer>")
     final, _ = await _run(make_rt(), question, task_files(task))
     traj = final["trajectory"]
-    assert "has already run in your session" in traj["user_prompt"]
+    assert "has already run in your\nsession" in traj["user_prompt"]
     assert traj["steps"][0]["observation"].startswith("148.0")  # with no join of its own
     assert traj["status"] == "answered" and not traj["guards"]  # the setup's read counts as evidence
-    assert traj["metadata"]["setup"] and traj["metadata"]["setup"] not in traj["user_prompt"]  # recorded, not shown
+    assert traj["metadata"]["setup"] and traj["metadata"]["setup"] in traj["user_prompt"]
     [row], _ = rl_rows([task])
     assert row["setup"] == traj["metadata"]["setup"] and row["prompt"][-1]["content"] == traj["user_prompt"]
 
@@ -604,48 +604,47 @@ def _visits_room(tmp_path: Path):
     return question, _task(folder, question, "mean_bp", 148.0)
 
 
-async def test_a_cell_reading_the_joined_files_again_into_df_is_not_run(scripted, tmp_path: Path) -> None:
-    """At 3750f22 the 1.5B model began every cell of its first four setup questions by reading the ledger again into
-    `df`, so the joined columns were gone; such a cell is not run, the model is told what `df` holds, and its
-    next cell starts from the join."""
+async def test_a_cell_reading_the_joined_files_again_into_df_gets_the_setup_back(scripted, tmp_path: Path) -> None:
+    """With the setup said in words (3750f22) the 1.5B model began every cell of its first seven setup questions by
+    reading the ledger again into `df`, losing the joined columns; after such a cell the setup runs again and
+    the observation says which columns came back, so the next cell can start from the join."""
     from worldsmith.graphs.solve import task_files
 
     question, task = _visits_room(tmp_path)
     script, make_rt = scripted
-    reload = ("<think>load</think><code>df = pd.read_csv('visits.csv')\n"
-              "print(df[df['treated'] == 1]['bp'].mean())</code>")
-    script.queue(reload, "<think>from df</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>",
+    script.queue("<think>load</think><code>df = pd.read_csv('visits.csv')\nprint(len(df))</code>",
+                 "<think>from df</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>",
                  "<think>done</think><answer>@mean_bp[148.0]</answer>")
     final, _ = await _run(make_rt(), question, task_files(task))
     traj = final["trajectory"]
-    assert "pd.read_csv(\"visits.csv\")" in traj["metadata"]["setup"] or "visits.csv" in traj["metadata"]["setup"]
     first, second = traj["steps"][:2]
-    assert first["observation"].startswith("[Not run:") and first["execution"]["error_type"] == "NotRun"
-    columns = first["observation"].split("has the columns ")[1]
-    assert "bp" in columns and "treated" in columns  # the joined frame's, from the session
-    assert second["observation"].startswith("148.0")  # the setup's df was left whole: treated bp 141..155, by hand
+    assert first["observation"].startswith("12")  # the cell ran as written: 12 visits, by hand
+    lost = first["observation"].split("lost the columns ")[1].split(". ")[0]
+    assert "`treated`" in lost and "`bp`" not in lost  # enrol.csv's column, joined in by the setup
+    assert second["observation"].startswith("148.0")  # the join is back: treated bp 141..155, by hand
     assert traj["status"] == "answered"
-    assert [(g["kind"], g["step"], g["reasked"]) for g in traj["guards"]] == [("setup_reload", 0, True)]
-    # the model saw the note as the interpreter's message after its cell, exactly as recorded
-    turn = script.requests[1].messages[-1]["content"]
-    assert "[Not run:" in turn and first["observation"].splitlines()[0] in turn
+    assert [(g["kind"], g["step"]) for g in traj["guards"]] == [("setup_restored", 0)]
+    assert "lost the columns" in script.requests[1].messages[-1]["content"]  # what the model saw, as recorded
 
 
-async def test_a_setup_reload_is_kept_from_running_twice_a_question_then_runs(scripted, tmp_path: Path) -> None:
+async def test_a_faithful_copy_of_the_setup_is_left_alone_and_restoring_can_be_off(scripted, tmp_path: Path) -> None:
+    from worldsmith.agents.analyst import opening
     from worldsmith.graphs.solve import task_files
 
     question, task = _visits_room(tmp_path)
+    setup = opening(question, [str(f) for f in task_files(task)], 1300, ["mean_bp"]).setup
+    assert "merge(" in setup
     script, make_rt = scripted
-    reload = "<think>load</think><code>df = pd.read_csv('visits.csv')\nprint(len(df), list(df.columns))</code>"
-    answer = "<think>12 rows</think><answer>@mean_bp[12]</answer>"  # re-asked once (out of bp's range), then kept
-    script.queue(reload, reload, reload, answer, answer)
+    done = "<think>done</think><answer>@mean_bp[148.0]</answer>"
+    script.queue(f"<think>copy</think><code>{setup}\nprint(df[df['treated'] == 1]['bp'].mean())</code>", done)
     final, _ = await _run(make_rt(), question, task_files(task))
-    steps = final["trajectory"]["steps"]
-    assert [s["execution"]["error_type"] for s in steps[:3]] == ["NotRun", "NotRun", None]
-    assert steps[2]["observation"].startswith("12 ['patient_id', 'bp']")  # the file as it is: 12 visits, by hand
-    script.queue(reload, answer, answer)
-    final, _ = await _run(make_rt(analyst={"setup_keeps": 0}), question, task_files(task))
-    assert final["trajectory"]["steps"][0]["execution"]["ok"]  # 0: run as written
+    traj = final["trajectory"]
+    assert "148.0" in traj["steps"][0]["observation"] and "setup ran again" not in traj["steps"][0]["observation"]
+    assert traj["guards"] == []
+    script.queue("<think>load</think><code>df = pd.read_csv('visits.csv')\nprint(len(df))</code>",
+                 "<think>cols</think><code>print(list(df.columns))</code>", done, done)
+    final, _ = await _run(make_rt(analyst={"restore_setup": False}), question, task_files(task))
+    assert final["trajectory"]["steps"][1]["observation"].startswith("['patient_id', 'bp']")  # left as the cell made it
 
 
 async def test_the_joined_df_cut_to_one_group_is_made_whole_again(scripted, tmp_path: Path) -> None:
@@ -665,6 +664,7 @@ async def test_the_joined_df_cut_to_one_group_is_made_whole_again(scripted, tmp_
     assert "kept only one group's rows" in first["observation"]
     assert "setup ran again, so `df` holds every row once more" in first["observation"]
     assert second["observation"].startswith("12")  # every visit again (12, by hand), not the 6 treated ones
+    assert [g["kind"] for g in final["trajectory"]["guards"]][:1] == ["setup_restored"]
 
 
 async def test_a_report_naming_no_data_file_is_sent_back_once(scripted, sales_csv: Path) -> None:

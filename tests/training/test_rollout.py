@@ -157,20 +157,18 @@ def test_a_setup_runs_before_the_first_cell_and_counts_as_reading_the_data(env, 
     assert not without.executed[0].ok and without.unsupported == "no_evidence: every code cell failed"
 
 
-def test_a_cell_reading_the_setup_files_again_is_not_run_as_in_inference(env, sales_csv: Path) -> None:  # noqa: ANN001
+def test_a_cell_undoing_the_setup_gets_it_back_as_in_inference(env, sales_csv: Path) -> None:  # noqa: ANN001
     """The setup guard of inference (agents/setup_guard.py) holds in rollouts too: one environment for both."""
     tok, e = env
     setup = "df = pd.read_csv('sales.csv')\ndf['twice'] = df['amount'] * 2"
     if not e.config.prelude:
         setup = "import pandas as pd\n" + setup
-    reload = "<think>\nload\n</think>\n<code>\ndf = pd.read_csv('sales.csv')\nprint(list(df.columns))\n</code>"
+    reload = "<think>\nload\n</think>\n<code>\ndf = pd.read_csv('sales.csv')\nprint(len(df))\n</code>"
     from_df = "<think>\nfrom df\n</think>\n<code>\nprint(list(df.columns))\n</code>"
     gen = _scripted(tok, [[reload, from_df, ANSWER_TURN]])
     [r] = e.run([_prompt("A")], [[sales_csv]], gen, 4096, [["rows"]], [setup])
-    seen = [m["content"] for m in r.messages if m["role"] == "interpreter"]
-    assert "[Not run:" in seen[0] and "`df` has the columns" in seen[0] and "twice" in seen[0]
-    assert r.kept == 1 and len(r.executed) == 1  # only the second cell ran
-    assert "'twice'" in r.executed[0].observation  # the setup's df, left whole
+    assert "lost the columns `twice`" in r.executed[0].observation and r.restored == 1
+    assert "'twice'" in r.executed[1].observation  # the setup's df, back
 
 
 def test_a_setup_frame_cut_to_one_group_is_made_whole_again_as_in_inference(env, sales_csv: Path) -> None:  # noqa: ANN001

@@ -111,9 +111,9 @@ class Opening:
     documents brought back (tools/files/unit_code.py; with no join, after loading the one table asked about).
     Shown as a cell to copy, the 1.5B model copied it and ran on in the same cell past the turn's token budget (4
     of 14 join questions of generated-v1's several-files stratum at 4e12a29, and again at 5a930c0); run for it,
-    `df` is there and the model's first cell is its own analysis. Run for it and still shown, it was copied into
-    the first cell in 19 of 25 setup questions at 6a8997e (8 of those 19 passed, 6 of the other 6), so the turn
-    now says in words what the setup did (`ready_section`); the code is recorded as trajectory metadata."""
+    `df` is there and the model's first cell is its own analysis. Shown, it is still copied into the first cell
+    (19 of 25 setup questions at 6a8997e, 14 of the 25 solved); said in words instead (f099799), the model wrote a
+    load of its own into every cell of the first 7 setup questions at 3750f22, losing the join, and solved none."""
 
     turn: str
     setup: str = ""
@@ -126,24 +126,11 @@ def opening(question: str, files: list[str], profile_chars: int, names: list[str
     profile, notes, join, units = _task_files(files, profile_chars, question)
     setup = "\n".join(code for code in (join.code(cell=True) if join is not None else "",
                                         units.code() if units is not None else "") if code)
-    if units is not None:
-        # the notes no longer quote a change the code made good: quoted, it read as one still to make
-        notes = "\n".join(line for line in notes.splitlines() if not any(line.endswith(f.item) for f in units.fixes))
-    return Opening(user_prompt(question, profile, names, hints, notes, ready_section(join, units)), setup)
-
-
-def ready_section(join: Any, units: Any) -> str:
-    """The task turn's words for what the session's setup did ('' for no setup): the join of the two tables the
-    question names (`join_code.JoinPlan`), or the one table it asks about loaded (`unit_code.UnitPlan.load`), and
-    the unit changes made good. Words, not the code: the model copied a shown cell into its first turn."""
-    t = template(USER_TEMPLATE)
-    said = units.words() if units is not None else ""
-    if join is not None:
-        facts, lookup = join.names()
-        return t.section("join", how=join.words(), units=said, facts=facts, lookup=lookup)
-    if units is not None and units.load:
-        return t.section("loaded", table=units.table, units=said)
-    return ""
+    if units is None:
+        return Opening(user_prompt(question, profile, names, hints, notes, setup), setup)
+    # the notes no longer quote a change the code made good: quoted, it read as one still to make
+    notes = "\n".join(line for line in notes.splitlines() if not any(line.endswith(f.item) for f in units.fixes))
+    return Opening(user_prompt(question, profile, names, hints, notes, setup, units.words(), units.table), setup)
 
 
 def opening_turn(question: str, files: list[str], profile_chars: int, names: list[str], hints: str = "") -> str:
@@ -206,22 +193,23 @@ def required_names(instruction: str, declared: list[str] | None = None) -> list[
 
 
 def user_prompt(question: str, profile_text: str, names: list[str], hints: str = "", notes: str = "",
-                ready: str = "") -> str:
+                join: str = "", units: str = "", table: str = "") -> str:
     """The task turn. The file list comes first and the question after it: questions on the same files then
     share the whole prompt up to the question, which the model's prefix cache reuses. `notes`: where the
-    question's names are in the files (`task_files`); `ready`: what the session's setup (`Opening.setup`) did, in
-    words (`ready_section`): the join of the two tables the question names (written from their profiles: each
-    table's load call, the key made alike on both sides, a many-to-one merge into `df`), or the one table it asks
-    about loaded, and the unit changes made good. In the several-files stratum of generated-v1, 17 of 27 answers
-    came after no cell that touched the data had run; the executor, given the same code, verified the first
-    cross-table finding."""
+    question's names are in the files (`task_files`); `join`: code joining the two tables the question names
+    (written from their profiles: each table's load call, the key made alike on both sides, a many-to-one merge
+    into `df`), which the session has run (`Opening.setup`). In the several-files stratum of generated-v1, 17 of
+    27 answers came after no cell that touched the data had run; the executor, given the same code, verified the
+    first cross-table finding. With `table` (what it loaded), `join` is the code that loaded the one table the
+    question asks about into `df`; `units`: the clause saying which unit changes that code made good."""
     t = template(USER_TEMPLATE)
     parts = [t.section("files", profile=profile_text.strip())] if profile_text else []
     parts.append(t.section("task", question=question.strip()))
     if notes.strip():
         parts.append(t.section("names", notes=notes.strip()))
-    if ready.strip():
-        parts.append(ready.strip())
+    if join.strip():
+        parts.append(t.section("loaded", table=table, units=units, code=join.strip()) if table else
+                     t.section("join", code=join.strip(), units=units))
     if hints:
         parts.append(t.section("method notes", hints=hints.strip()))
     if names:

@@ -1,35 +1,37 @@
-"""The session's setup kept: a cell that reads the setup's files again into the names the setup made is not run.
+"""The session's setup kept whole: after a cell that undid it, the setup runs again and the model is told.
 
 For a question over two linked tables (or one table with a unit change), the session runs code before the model's
-first cell — the tables loaded, stacked, joined, units made good — and the task turn says in words what `df` holds
-(agents/analyst.py `ready_section`). The 1.5B model loads the files anyway: at 3750f22, in each of the first four
-generated questions with a setup, every cell began by reading the ledger again into `df` or `gl`, throwing the
-join away, and then looked for the joined table's columns in the bare ledger until its turns ran out
-(`df = pd.read_excel("data/ledger.xlsx", sheet_name="gl_2022")`, then `df[df["size_class"] == "large"]`: KeyError).
-
-Such a cell is not run, up to `setup_keeps` times a question; the model is told so, with the columns `df` holds,
-and writes the cell again from `df`. A read of some other file, or into a name the setup did not make, runs as
-written, and so does a reload once the keeps are spent. Inference (graphs/analyst.py) and RL rollouts
-(training/rollout.py) use the same check and the same note.
+first cell — the tables loaded, stacked, joined, units made good — and the task turn shows that code as run
+(agents/analyst.py `Opening`). The 1.5B model often loads the files again anyway. A faithful copy of the setup
+is harmless; a load of its own into `df` loses the joined columns (at 3750f22, with the setup said in words,
+every cell of the first 7 setup questions read the ledger into `df` or `gl`, then looked for the lookup table's
+columns in it until its turns ran out: `df[df["size_class"] == "large"]`, KeyError). So after a cell that reads
+the setup's files again into the names it made (:func:`reloads`) and leaves `df` without columns the setup's
+`df` had, the setup runs again and the observation says which columns came back (:func:`lost_note`). Blocking
+such cells instead was tried (2f2eb3f): told "not run", the model answered without a cell, then wrote the same
+load again.
 
 The other way to lose the setup's work is to cut its frame to one group and then look for another group in it
 (`df = df[df["arm"] == "A"]`, then `df[df["arm"] == "B"]`: agents/line_fixes.py `refiltered`). A model cannot make
-a joined `df` whole again by its load call, so after such a cell the session runs the setup once more and says so
-(:func:`cut_frame`, :func:`restored_note`).
+a joined `df` whole again by its load call, so after such a cell the setup runs again too (:func:`cut_frame`,
+:func:`restored_note`). Inference (graphs/analyst.py) and RL rollouts (training/rollout.py) do the same.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from worldsmith.agents.analyst import feedback
 from worldsmith.agents.line_fixes import refiltered
 
-#: the ExecSummary.error_type of a cell that was not run, and the guard kind that counts it (core/schemas.py)
-NOT_RUN = "NotRun"
-KIND = "setup_reload"
-#: run in the session to name the columns the setup's `df` holds (for the note); prints nothing when there is none
-COLUMNS_PROBE = 'print("\\x1f".join(map(str, df.columns)) if isinstance(globals().get("df"), pd.DataFrame) else "")'
+#: the guard kind that counts a setup run again (core/schemas.py GuardKind)
+KIND = "setup_restored"
+#: run in the session after the setup and after a cell that read its files again: `df`'s columns, shape and the
+#: sum of its numbers (a unit change undone moves it); prints nothing when there is no `df`
+PROBE = ('print("\\x1f".join(map(str, df.columns)) + "\\x1e" + str(df.shape) + "\\x1e"'
+         ' + repr(round(float(df.select_dtypes("number").sum().sum()), 6))'
+         ' if isinstance(globals().get("df"), pd.DataFrame) else "")')
 
 
 def _parse(code: str) -> ast.Module | None:
@@ -85,12 +87,22 @@ def reloads(code: str, setup: str) -> list[str]:
     return out
 
 
-def note(names: list[str], probed: str) -> str:
-    """The observation of a cell not run: the names it would have replaced and, from the probe's output
-    (:data:`COLUMNS_PROBE`), the columns `df` holds."""
-    columns = [c for c in probed.strip().split("\x1f") if c] if probed.strip() else []
-    held = feedback("setup columns", columns=", ".join(columns)) if columns else ""
-    return feedback("setup kept", names=", ".join(f"`{n}`" for n in names), columns=held)
+def undone(setup_probe: str, probed: str) -> list[str] | None:
+    """None when `df` is as the setup left it (the two :data:`PROBE` outputs agree, or the setup's gave nothing);
+    else the setup's columns `df` no longer has (maybe none: rows or values changed)."""
+    if not setup_probe.strip() or probed.strip() == setup_probe.strip():
+        return None
+    had = setup_probe.strip().split("\x1e")[0].split("\x1f")
+    has = set(probed.strip().split("\x1e")[0].split("\x1f")) if probed.strip() else set()
+    return [c for c in had if c and c not in has]
+
+
+def reloaded_note(names: list[str], lost: list[str]) -> str:
+    """Said after the setup ran again because the cell read its files into `names` and `df` lost the columns
+    `lost` (or, with none, the rows or values the setup made)."""
+    what = (feedback("setup lost columns", lost=", ".join(f"`{c}`" for c in lost)) if lost
+            else feedback("setup lost values"))
+    return feedback("setup reloaded", names=", ".join(f"`{n}`" for n in names), what=what)
 
 
 def cut_frame(code: str, setup: str) -> str | None:
@@ -102,3 +114,22 @@ def cut_frame(code: str, setup: str) -> str | None:
 def restored_note(frame: str) -> str:
     """Said after the setup ran again because `frame` was cut (:func:`cut_frame`)."""
     return feedback("setup restored", frame=frame)
+
+
+async def probe(sb: Any) -> str:
+    """:data:`PROBE`'s output in the session `sb` ('' when it fails)."""
+    probed = await sb.run(PROBE)
+    return (probed.stdout or "") if probed.ok else ""
+
+
+async def again(sb: Any, code: str, setup: str, setup_probe: str) -> str | None:
+    """Run in `sb` after the cell `code`: when it read the setup's files again into the names the setup made and
+    left `df` otherwise than `setup_probe` says the setup did, or cut the setup's frame to one group and filtered
+    for another, the setup runs again; returns the note saying so, or None."""
+    if names := reloads(code, setup):
+        lost = undone(setup_probe, await probe(sb))
+        if lost is not None and (await sb.run(setup)).ok:
+            return reloaded_note(names, lost)
+    elif (frame := cut_frame(code, setup)) and (await sb.run(setup)).ok:
+        return restored_note(frame)
+    return None

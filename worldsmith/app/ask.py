@@ -60,6 +60,6 @@ def trajectory_report(question: str, files: list[str], traj: Trajectory) -> str:
     for p in traj.postprocess:
         lines += ["", f"Post-processed ({p.kind}: {p.reason}): {p.after}"]
     for g in traj.guards:
-        what = "Cell not run" if g.kind == "setup_reload" else "Answer guard"
+        what = "Setup run again after the cell" if g.kind == "setup_restored" else "Answer guard"
         lines += ["", f"{what} {g.kind} on turn {g.step + 1} ({'re-asked' if g.reasked else 'kept'}): {g.detail}"]
     return "\n".join(lines)

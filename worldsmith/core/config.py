@@ -56,10 +56,10 @@ class AnalystConfig(Section):
                                   "dropped completions recorded. 0 (default): run the repeat, with a note. On the 43 "
                                   "generated questions, 2 re-sampled 64 turns and solved no more (9/43 either way) "
                                   "for ~20 s more a question")
-    setup_keeps: int = Field(2, ge=0, le=5, description="a cell that reads the files the session's setup loaded "
-                             "(the join the task turn says has run) into the names it made (`df`, `gl`) is not run, "
-                             "up to this many times a question: the model is told, with the columns `df` holds "
-                             "(agents/setup_guard.py). 0: run such cells as written")
+    restore_setup: bool = Field(True, description="after a cell that reads the files the session's setup loaded "
+                                "(the join the task turn shows as run) into the names it made and leaves `df` "
+                                "otherwise, or that cuts the setup's `df` to one group and filters for another, run "
+                                "the setup again and say so (agents/setup_guard.py)")
     repeat_temperature: float = Field(0.7, gt=0, le=2, description="sampling temperature of those re-samples")
     postprocess: bool = Field(True, description="after the format feedback is used up, cut the answer line's placeholder "
                               "words from an answer's values and round its numbers to the requested decimals for "

@@ -273,7 +273,7 @@ class PostProcess(Model):
 
 
 GuardKind = Literal["no_evidence", "example_copy", "names", "self_correlation", "out_of_range", "unshown",
-                    "report_sources", "setup_reload"]
+                    "report_sources", "setup_restored"]
 #: guards that, still firing on the final answer, make it unsupported (graded wrong, never a teacher trajectory)
 BLOCKING_GUARDS: frozenset[str] = frozenset({"no_evidence", "example_copy"})
 
@@ -282,9 +282,8 @@ class GuardFiring(Model):
     """A guard on a final answer that fired (agents/answer_guards.py). `reasked`: the model was told so in a user
     message recorded with source `guard:<kind>`; otherwise the answer was kept (the guard's one re-ask was spent or
     the turn limit left none), and a blocking kind (no_evidence, example_copy) made the trajectory `unsupported`.
-    One kind judges a code cell, not an answer: `setup_reload` (agents/setup_guard.py), a cell not run because it
-    read the setup's files again into the names the setup made; `step` is that cell's, and the model was told in
-    its observation."""
+    One kind judges a code cell, not an answer: `setup_restored` (agents/setup_guard.py), the session's setup run
+    again after a cell undid it; `step` is that cell's, and the model was told in its observation."""
 
     kind: GuardKind
     step: int = Field(ge=0, description="index of the answer step it judged (Step.index)")

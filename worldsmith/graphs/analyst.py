@@ -61,6 +61,7 @@ class AnalystState(AnalystInput, total=False):
     user_prompt: str
     setup: str  # code the session ran after the prelude, before the model's first cell (agents/analyst.Opening)
     setup_ok: bool  # it ran without an error (then it counts as a cell that read the data)
+    setup_probe: str  # agents/setup_guard.PROBE's output right after the setup: `df` as the setup left it
     max_turns: int
     turn: int
     retries_left: int
@@ -231,11 +232,11 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
     if state.get("setup") and (fresh or not any(s.get("execution") for s in state.get("steps", []))):
         # the join the task turn says has run: before the thread's first cell
         ran_setup["setup_ok"] = (await sb.run(state["setup"])).ok
+        if ran_setup["setup_ok"] and cfg.restore_setup:  # what `df` is as the setup leaves it
+            ran_setup["setup_probe"] = await setup_guard.probe(sb)
     if fresh:
         await _replay(sb, state.get("steps", []))
     setup_ok = bool(ran_setup.get("setup_ok", state.get("setup_ok", False)))
-    if kept := await _setup_kept(state, sb, code, setup_ok, cfg.setup_keeps):
-        return _not_run(state, pending, kept, ran_setup)
     result = await sb.run(code, timeout=cfg.cell_timeout_s)
     suspect = (result.error is not None or agent.empty_merge(code, result.stdout or "")
                or bool(agent.compared_literals(code)))  # a label the data codes otherwise matches no row
@@ -250,14 +251,17 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
     if previous and previous["action"] == pending["action"] and agent.same_output(previous.get("observation") or "", observation):
         observation += agent.repeat_nudge()  # weak models loop on a failing cell; say so plainly
         nudged = True
+    restored: list[dict[str, Any]] = []
     if result.restarted:  # timeout or crash: rebuild the variables earlier cells made
         replayed = await sb.replay()
         observation += agent.restart_note(None if replayed.ok else str(replayed.error))
         nudged = True
-    elif setup_ok and (frame := setup_guard.cut_frame(code, state.get("setup", ""))) \
-            and (await sb.run(state["setup"])).ok:  # the joined frame cut to one group: made whole again
-        observation += "\n" + setup_guard.restored_note(frame)
+    elif setup_ok and cfg.restore_setup and (again := await setup_guard.again(
+            sb, code, state.get("setup", ""), ran_setup.get("setup_probe", state.get("setup_probe", "")))):
+        observation += "\n" + again  # the setup's work undone by the cell: done again
         nudged = True
+        restored = [GuardFiring(kind=setup_guard.KIND, step=pending["index"], detail=again,
+                                reasked=True).model_dump()]
     emit({"type": "output", "text": observation, "ok": result.ok})
     for f in result.files_changed:
         if f.lower().endswith((".png", ".jpg", ".jpeg", ".svg")):
@@ -269,34 +273,11 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
     templates = (agent.FEEDBACK_TEMPLATE,) if nudged else ()
     update = {"steps": [step.model_dump(mode="json")], "pending": None, **ran_setup,
               "messages": [_msg("interpreter", render_observation(observation), "interpreter", *templates)]}
+    if restored:
+        update["guards"] = restored
     if profiled:
         update["data_facts"] = profiled  # kept: the next failing cell and the answer's guards reuse the profile
     return update
-
-
-async def _setup_kept(state: AnalystState, sb: Any, code: str, setup_ok: bool, keeps: int) -> str | None:
-    """The observation of a cell kept from running because it reads the setup's files again into the names the
-    setup made (agents/setup_guard.py), or None: it runs. Up to `keeps` such cells a question."""
-    if not setup_ok or keeps <= 0 or not (names := setup_guard.reloads(code, state.get("setup", ""))):
-        return None
-    steps = state.get("steps", [])[state.get("q_first_step", 0):]
-    if sum((s.get("execution") or {}).get("error_type") == setup_guard.NOT_RUN for s in steps) >= keeps:
-        return None
-    probed = await sb.run(setup_guard.COLUMNS_PROBE)
-    return setup_guard.note(names, (probed.stdout or "") if probed.ok else "")  # read-only: names df's columns
-
-
-def _not_run(state: AnalystState, pending: dict[str, Any], observation: str,
-             ran_setup: dict[str, Any]) -> dict[str, Any]:
-    """The step of a cell not run: its note as the observation, recorded as a `setup_reload` guard."""
-    emit({"type": "output", "text": observation, "ok": False})
-    pending.update(observation=observation, execution=ExecSummary(ok=False, error_type=setup_guard.NOT_RUN)
-                   .model_dump())
-    step = Step(**pending)
-    fired = GuardFiring(kind=setup_guard.KIND, step=step.index, detail=observation, reasked=True)
-    return {"steps": [step.model_dump(mode="json")], "pending": None, **ran_setup, "guards": [fired.model_dump()],
-            "messages": [_msg("interpreter", render_observation(observation), "interpreter",
-                              agent.FEEDBACK_TEMPLATE)]}
 
 
 def route_after_execute(state: AnalystState) -> Literal["act", "finalize"]:

@@ -245,9 +245,9 @@ def _guards_table(m: Metrics) -> list[str]:
         return out + ["No guard fired."]
     out += ["| guard | fired (answers) | re-asked | trajectories |", "|---|---|---|---|"]
     out += [f"| {kind} | {t.fired} | {t.reasked} | {t.trajectories} |" for kind, t in m.guards.items()]
-    if "setup_reload" in m.guards:  # agents/setup_guard.py judges cells, not answers
-        out += ["", "setup_reload counts code cells not run (they read the session setup's files again into its "
-                "names), not answers."]
+    if "setup_restored" in m.guards:  # agents/setup_guard.py judges cells, not answers
+        out += ["", "setup_restored counts code cells after which the session's setup ran again (they undid it), "
+                "not answers."]
     return out
 
 

@@ -54,7 +54,7 @@ class RolloutConfig:
     cell_timeout_s: float = 30.0
     prelude: bool = True  # run the analyst's import prelude in each fresh session, as inference does
     pool_size: int = 0  # warm sandbox sessions kept ready (0 = start each session on demand)
-    setup_keeps: int = 2  # cells not run for reading the setup's files again into its names (as inference)
+    restore_setup: bool = True  # run the setup again after a cell that undid it (as inference)
 
 
 @dataclass
@@ -73,7 +73,8 @@ class Rollout:
     executed: list[Cell] = field(default_factory=list)  # every cell run, for the answer guards
     unsupported: str | None = None  # a blocking answer guard's finding (no evidence, worked-example copy)
     setup: str = ""  # the code its session ran before the first cell, when it ran without an error
-    kept: int = 0  # cells not run for reading that setup's files again (agents/setup_guard.py)
+    setup_probe: str = ""  # `df` as that setup left it (agents/setup_guard.py)
+    restored: int = 0  # cells after which the setup ran again
 
     @property
     def model_tokens(self) -> int:
@@ -183,12 +184,13 @@ class SandboxEnvironment:
         timings = RolloutTimings()
         rollouts = [Rollout(prompt_ids=self.frame.prompt_ids(p)) for p in prompts]
         set_up: set[int] = set()  # the rollouts whose setup ran without an error
-        def on_setup(k: int) -> None:
+        def on_setup(k: int, probed: str) -> None:
             set_up.add(k)
             rollouts[k].setup = setups[k] if setups is not None else ""
+            rollouts[k].setup_probe = probed
 
         sessions = [loop.submit(self._open(list(paths), timings, setups[k] if setups is not None else "",
-                                           lambda k=k: on_setup(k)))
+                                           lambda probed, k=k: on_setup(k, probed)))
                     for k, paths in enumerate(inputs)]
         pending: dict[int, concurrent.futures.Future[str]] = {}
         ready = list(range(len(rollouts)))
@@ -280,7 +282,7 @@ class SandboxEnvironment:
         return self._loop
 
     async def _open(self, inputs: list[Path], timings: RolloutTimings, setup: str = "",
-                    on_setup: Callable[[], None] | None = None) -> Sandbox:
+                    on_setup: Callable[[str], None] | None = None) -> Sandbox:
         start = time.perf_counter()
         if self.config.pool_size > 0:
             if self._pool is None:
@@ -292,7 +294,8 @@ class SandboxEnvironment:
         if self.config.prelude:
             await sb.run(PRELUDE)
         if setup and (await sb.run(setup)).ok and on_setup is not None:
-            on_setup()  # it counts as a cell that read the data, as in inference
+            # it counts as a cell that read the data, as in inference; the probe says what `df` is after it
+            on_setup(await setup_guard.probe(sb) if self.config.restore_setup else "")
         timings.sandbox_s += time.perf_counter() - start
         return sb
 
@@ -303,13 +306,6 @@ class SandboxEnvironment:
         note. Inference's re-sampling of a repeated failed cell is not done here: RL learns from its own repeats."""
         sb = await asyncio.wrap_future(session)
         start = time.perf_counter()
-        if r.kept < self.config.setup_keeps and (names := setup_guard.reloads(code, r.setup)):
-            r.kept += 1  # not run, as inference: the note names what the session holds
-            probed = await sb.run(setup_guard.COLUMNS_PROBE)
-            timings.sandbox_s += time.perf_counter() - start
-            text = setup_guard.note(names, (probed.stdout or "") if probed.ok else "")
-            r.last_cell = (code, text)
-            return text
         result = await sb.run(code, timeout=self.config.cell_timeout_s)
         timings.sandbox_s += time.perf_counter() - start
         facts = None
@@ -317,8 +313,10 @@ class SandboxEnvironment:
             facts = await asyncio.to_thread(profile_facts, [str(p) for p in inputs])
         text = observation_text(result, self.config.max_observation_chars, facts, code=code,
                                 cut_off_at=self.config.max_new_tokens if r.cut_off else None)
-        if (frame := setup_guard.cut_frame(code, r.setup)) and (await sb.run(r.setup)).ok:
-            text += "\n" + setup_guard.restored_note(frame)  # as inference: the joined frame made whole again
+        if r.setup and self.config.restore_setup and not result.restarted and \
+                (again := await setup_guard.again(sb, code, r.setup, r.setup_probe)):
+            text += "\n" + again  # as inference: the setup's work undone by the cell, done again
+            r.restored += 1
         if r.last_cell is not None and r.last_cell[0] == code and same_output(r.last_cell[1], text):
             text += repeat_nudge()
         r.last_cell = (code, text)

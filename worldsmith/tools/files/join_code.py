@@ -93,17 +93,13 @@ class JoinPlan:
                          facts_label=py_str(self.facts_label), lookup_label=py_str(self.lookup.label))
         if cell:
             return body
-        return "\n\n".join([t.section("imports"), t.section("comment", how=self.words()) + "\n" + body])
-
-    def words(self) -> str:
-        """How the rows match, in words: the script's comment, and what the analyst's task turn says in place of
-        the code its session ran."""
-        t = template(TEMPLATE)
         fkey, lkey = (f"{self.fkey}, {self.fwhen}", f"{self.lkey}, {self.lwhen}") if self.dated else (self.fkey,
                                                                                                       self.lkey)
         how = t.section("how number" if self.spelled else "how text", fkey=fkey, lkey=lkey,
                         facts_label=self.facts_label, lookup_label=self.lookup.label)
-        return how + (t.section("how dated") if self.dated else "")
+        if self.dated:
+            how += t.section("how dated")
+        return "\n\n".join([t.section("imports"), t.section("comment", how=how) + "\n" + body])
 
     def _facts_load(self) -> str:
         if self.parts is None:
