@@ -565,21 +565,26 @@ async def test_a_conversation_that_outgrows_the_context_ends_on_record(scripted,
     assert any(e.get("type") == "feedback" and "context" in e.get("text", "") for e in events)
 
 
+def _visits_room(tmp_path: Path):
+    """Two visits of each patient P-00001..P-00006, bp 141..146 and 10 more; enrolment PAT_1..PAT_6, treated =
+    odd ids: the treated visits' bp are 141, 143, 145, 151, 153, 155, mean 148 (by hand). The question's turn
+    shows the join as run."""
+    folder = tmp_path / "room"
+    folder.mkdir()
+    (folder / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{140 + i + r}\n" for r in (0, 10)
+                                                                   for i in range(1, 7)))
+    (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
+    question = ("Mean `bp` in `visits.csv` of the patients `treated` in `enrol.csv`. Answer as @mean_bp[value].")
+    return question, _task(folder, question, "mean_bp", 148.0)
+
+
 async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scripted, tmp_path: Path) -> None:
     """The 1.5B model, shown the join as a cell to copy, copied it and ran on past the turn's budget; now the
     session runs it and the model starts from `df`. RL rows carry the same setup for their rollouts."""
     from worldsmith.graphs.solve import task_files
     from worldsmith.training.rl_data import rl_rows
 
-    folder = tmp_path / "room"
-    folder.mkdir()
-    # by hand: two visits of each patient P-00001..P-00006, bp 141..146 and 10 more; enrolment PAT_1..PAT_6,
-    # treated = odd ids: the treated visits' bp are 141, 143, 145, 151, 153, 155, mean 148
-    (folder / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{140 + i + r}\n" for r in (0, 10)
-                                                                   for i in range(1, 7)))
-    (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
-    question = ("Mean `bp` in `visits.csv` of the patients `treated` in `enrol.csv`. Answer as @mean_bp[value].")
-    task = _task(folder, question, "mean_bp", 148.0)
+    question, task = _visits_room(tmp_path)
     script, make_rt = scripted
     script.queue("<think>df is the join</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>",
                  "<think>done</think><answer>@mean_bp[148.0]</answer>")
@@ -591,17 +596,6 @@ async def test_the_join_the_turn_shows_has_run_before_the_models_first_cell(scri
     assert traj["metadata"]["setup"] and traj["metadata"]["setup"] in traj["user_prompt"]
     [row], _ = rl_rows([task])
     assert row["setup"] == traj["metadata"]["setup"] and row["prompt"][-1]["content"] == traj["user_prompt"]
-
-
-def _visits_room(tmp_path: Path):
-    """The visits/enrol room of the test above, as a task whose turn says the join has run."""
-    folder = tmp_path / "room"
-    folder.mkdir()
-    (folder / "visits.csv").write_text("patient_id,bp\n" + "".join(f"P-{i:05d},{140 + i + r}\n" for r in (0, 10)
-                                                                   for i in range(1, 7)))
-    (folder / "enrol.csv").write_text("patient_id,treated\n" + "".join(f"PAT_{i},{i % 2}\n" for i in range(1, 7)))
-    question = ("Mean `bp` in `visits.csv` of the patients `treated` in `enrol.csv`. Answer as @mean_bp[value].")
-    return question, _task(folder, question, "mean_bp", 148.0)
 
 
 async def test_a_cell_reading_the_joined_files_again_into_df_gets_the_setup_back(scripted, tmp_path: Path) -> None:
