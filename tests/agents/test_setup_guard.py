@@ -60,3 +60,35 @@ def test_only_a_setup_frame_cut_to_one_group_is_restored() -> None:
     assert cut_frame(split.replace("df", "x"), SETUP) is None  # a frame of the model's own: its load call remakes it
     assert cut_frame('df = df[df["size_class"] == "large"]\nprint(df["opex"].mean())', SETUP) is None  # one group
     assert cut_frame(split, "") is None
+
+
+def test_kept_says_whether_df_still_holds_the_setups_work() -> None:
+    """The session-side check, run here on hand-made frames: the setup's `df` with rows kept or a column added
+    holds its work; a value changed (a unit change undone), a row it never had or no row at all does not."""
+    import contextlib
+    import io
+
+    import pandas as pd
+
+    from worldsmith.agents.setup_guard import COPY, KEEP, KEPT
+
+    def run(code: str, ns: dict) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code, ns)
+        return out.getvalue().strip()
+
+    def kept_after(change: str) -> str:
+        ns = {"pd": pd, "df": pd.DataFrame({"id": [1, 2, 3], "usd": [1.5, 2.5, 4.0], "arm": ["A", "B", "A"]})}
+        run(KEEP, ns)
+        assert isinstance(ns[COPY], pd.DataFrame)
+        exec(change, ns)
+        return run(KEPT, ns)
+
+    assert kept_after("df = df[df['arm'] == 'A']") == "1"
+    assert kept_after("df['per'] = df['usd'] / 2") == "1"
+    assert kept_after("df = df.copy()\ndf['usd'] = df['usd'] * 100") == "0"  # cents again
+    assert kept_after("df = pd.concat([df, df.tail(1)], ignore_index=True)") == "0"  # a row the setup's lacked
+    assert kept_after("df = df[df['usd'] > 99]") == "0"
+    assert kept_after("df = df.drop(columns=['arm'])") == "0"
+    assert kept_after("del df") == "0"

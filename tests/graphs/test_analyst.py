@@ -641,6 +641,35 @@ async def test_a_faithful_copy_of_the_setup_is_left_alone_and_restoring_can_be_o
     assert final["trajectory"]["steps"][1]["observation"].startswith("['patient_id', 'bp']")  # left as the cell made it
 
 
+async def test_a_copy_of_the_setup_that_keeps_some_rows_is_left_alone(scripted, tmp_path: Path) -> None:
+    """At f4ca853 the model copied the setup and then filtered rows (`df = df[df["score"] < 100]`); the setup ran
+    again after each such cell and undid its filter. The setup's columns and values on the rows kept are its
+    work, so such a cell is left alone; a load of the model's own whose join matched nothing still gets the setup
+    back."""
+    from worldsmith.agents.analyst import opening
+    from worldsmith.graphs.solve import task_files
+
+    question, task = _visits_room(tmp_path)
+    setup = opening(question, [str(f) for f in task_files(task)], 1300, ["mean_bp"]).setup
+    script, make_rt = scripted
+    done = "<think>done</think><answer>@mean_bp[143.0]</answer>"
+    script.queue(f"<think>copy</think><code>{setup}\ndf = df[df['bp'] < 150]\nprint(len(df))</code>",
+                 "<think>treated</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>", done)
+    final, _ = await _run(make_rt(), question, task_files(task))
+    traj = final["trajectory"]
+    first, second = traj["steps"][:2]
+    assert first["observation"].rstrip().endswith("\n6")  # after the copy's own "joined:" line: 6 visits under 150
+    assert "setup ran again" not in first["observation"] and traj["guards"] == []
+    assert second["observation"].startswith("143.0")  # treated visits under 150: 141, 143, 145 (by hand)
+    naive = ("<think>join</think><code>df = pd.read_csv('visits.csv').merge(pd.read_csv('enrol.csv'), "
+             "on='patient_id')\nprint(len(df))</code>")
+    script.queue(naive, "<think>count</think><code>print(len(df))</code>", done, done)
+    final, _ = await _run(make_rt(), question, task_files(task))
+    first, second = final["trajectory"]["steps"][:2]
+    assert first["observation"].startswith("0") and "setup ran again" in first["observation"]
+    assert second["observation"].startswith("12")  # the setup's join: every visit (12, by hand)
+
+
 async def test_the_joined_df_cut_to_one_group_is_made_whole_again(scripted, tmp_path: Path) -> None:
     """A joined `df` cut to the treated rows and then filtered for the untreated ones comes out empty; the model
     cannot remake the join by a load call, so the session runs its setup again and says so."""

@@ -9,7 +9,9 @@ columns in it until its turns ran out: `df[df["size_class"] == "large"]`, KeyErr
 the setup's files again into the names it made (:func:`reloads`) and leaves `df` without columns the setup's
 `df` had, the setup runs again and the observation says which columns came back (:func:`lost_note`). Blocking
 such cells instead was tried (2f2eb3f): told "not run", the model answered without a cell, then wrote the same
-load again.
+load again. A cell that copies the setup and then keeps some of its rows or adds columns has kept the setup's work
+and is left alone (:data:`KEPT`): at f4ca853 such cells (the setup copied, then `df = df[df["score"] < 100]`) had
+their own filters undone by the setup run again, five times in one question.
 
 The other way to lose the setup's work is to cut its frame to one group and then look for another group in it
 (`df = df[df["arm"] == "A"]`, then `df[df["arm"] == "B"]`: agents/line_fixes.py `refiltered`). A model cannot make
@@ -32,6 +34,21 @@ KIND = "setup_restored"
 PROBE = ('print("\\x1f".join(map(str, df.columns)) + "\\x1e" + str(df.shape) + "\\x1e"'
          ' + repr(round(float(df.select_dtypes("number").sum().sum()), 6))'
          ' if isinstance(globals().get("df"), pd.DataFrame) else "")')
+
+#: the name the session keeps a copy of the setup's `df` under (:data:`KEEP`); the model is never shown it
+COPY = "_ws_setup_df"
+#: run in the session right after the setup: keeps a copy of its `df`, then prints :data:`PROBE`'s line
+KEEP = (f'{COPY} = df.copy() if isinstance(globals().get("df"), pd.DataFrame) else None\n' + PROBE)
+#: run after a cell that read the setup's files again: prints 1 when `df` still has every column of the setup's
+#: `df` with the setup's values on each of its rows, and some but only rows the setup's `df` had (the model kept
+#: some rows or added columns of its own: the setup's work is there), else 0 (an empty join of the model's own is 0)
+KEPT = (f'_ws_s = globals().get("{COPY}")\n'
+        '_ws_d = globals().get("df")\n'
+        'print(int(isinstance(_ws_s, pd.DataFrame) and isinstance(_ws_d, pd.DataFrame)'
+        ' and len(_ws_d) > 0 and set(_ws_s.columns) <= set(_ws_d.columns) and _ws_d.index.is_unique'
+        ' and bool(_ws_d.index.isin(_ws_s.index).all())'
+        ' and _ws_d[list(_ws_s.columns)].equals(_ws_s.loc[_ws_d.index, list(_ws_s.columns)])))\n'
+        'del _ws_s, _ws_d')
 
 
 def _parse(code: str) -> ast.Module | None:
@@ -122,12 +139,26 @@ async def probe(sb: Any) -> str:
     return (probed.stdout or "") if probed.ok else ""
 
 
+async def snapshot(sb: Any) -> str:
+    """Run right after the setup in `sb`: keeps a copy of its `df` there and returns :data:`PROBE`'s output."""
+    probed = await sb.run(KEEP)
+    return (probed.stdout or "") if probed.ok else ""
+
+
+async def kept(sb: Any) -> bool:
+    """Whether `df` in `sb` is the setup's `df` with some of its rows kept or columns added (:data:`KEPT`)."""
+    out = await sb.run(KEPT)
+    return out.ok and (out.stdout or "").strip() == "1"
+
+
 async def again(sb: Any, code: str, setup: str, setup_probe: str) -> str | None:
     """Run in `sb` after the cell `code`: when it read the setup's files again into the names the setup made and
-    left `df` otherwise than `setup_probe` says the setup did, or cut the setup's frame to one group and filtered
+    left `df` otherwise than `setup_probe` says the setup did (not merely fewer rows or more columns), or cut the setup's frame to one group and filtered
     for another, the setup runs again; returns the note saying so, or None."""
     if names := reloads(code, setup):
         lost = undone(setup_probe, await probe(sb))
+        if lost == [] and await kept(sb):  # the setup copied, then rows kept or columns added: its work is there
+            lost = None
         if lost is not None and (await sb.run(setup)).ok:
             return reloaded_note(names, lost)
     elif (frame := cut_frame(code, setup)) and (await sb.run(setup)).ok:

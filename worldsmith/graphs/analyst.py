@@ -233,7 +233,7 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
         # the join the task turn says has run: before the thread's first cell
         ran_setup["setup_ok"] = (await sb.run(state["setup"])).ok
         if ran_setup["setup_ok"] and cfg.restore_setup:  # what `df` is as the setup leaves it
-            ran_setup["setup_probe"] = await setup_guard.probe(sb)
+            ran_setup["setup_probe"] = await setup_guard.snapshot(sb)
     if fresh:
         await _replay(sb, state.get("steps", []))
     setup_ok = bool(ran_setup.get("setup_ok", state.get("setup_ok", False)))

@@ -295,7 +295,7 @@ class SandboxEnvironment:
             await sb.run(PRELUDE)
         if setup and (await sb.run(setup)).ok and on_setup is not None:
             # it counts as a cell that read the data, as in inference; the probe says what `df` is after it
-            on_setup(await setup_guard.probe(sb) if self.config.restore_setup else "")
+            on_setup(await setup_guard.snapshot(sb) if self.config.restore_setup else "")
         timings.sandbox_s += time.perf_counter() - start
         return sb
 
