@@ -1,10 +1,10 @@
-"""Generated benchmark (generated-v1): closed-form world tasks the analyst was never tuned on, frozen in the repo.
+"""Generated benchmark (generated-v2): closed-form world tasks the analyst was never tuned on, frozen in the repo.
 
 Every question is a world task with a complete answer spec (issue 10), written by the project itself from a fixed
 seed list: one template world per (domain, seed, rows) in SEED_LIST, built by the engine, audited, and given
 tasks with template requests (no LLM anywhere, so the build is deterministic). Up to PER_WORLD closed-form
 tasks per world are kept, distinct kinds of quantity first, and ordered round robin over the worlds (so
-`--limit 11` asks one question of every world). The frozen set lives in benchmarks/data/generated-v1/:
+`--limit 11` asks one question of every world). The frozen set lives in benchmarks/data/generated-v2/:
 
     tasks.jsonl     one Task per line (instruction, answers with their specs); workspace root = worlds/<world_id>
     manifest.json   the seed list and, per question: seed, template, task id, level, question, expected answers,
@@ -40,7 +40,10 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout: import this ch
 from worldsmith.core.schemas import Task
 from worldsmith.core.store import sha256_file
 
-NAME = "generated-v1"
+#: v2 (2026-12-05): a comparison whose group labels are the letters A and B names its sides X and Y (v1 asked
+#: "A minus B, where A = carrier B"); the other 42 questions and every data file are v1's, byte for byte.
+#: v1 stays in benchmarks/data/generated-v1 for comparison (`--data benchmarks/data/generated-v1`)
+NAME = "generated-v2"
 DATA = ROOT / "benchmarks" / "data" / NAME
 #: (domain, seed, canonical rows): one template world each; never edit in place — a new list is a new version
 SEED_LIST: tuple[tuple[str, int, int], ...] = (
@@ -189,8 +192,17 @@ async def run_bench(rt: Any, data: Path = DATA, *, limit: int | None = None, sam
     result = await evaluate_path(rt, data, samples=samples, limit=limit, ids=ids, run_path=run_path,
                                  progress=progress)
     # a stratum is its own benchmark row in compare.py, named as compare.py --by-files names it
-    name = NAME if files is None else f"{NAME} ({FILE_STRATA[files]})"
+    set_name = _set_name(data)
+    name = set_name if files is None else f"{set_name} ({FILE_STRATA[files]})"
     return summarize_run(result, benchmark=name, **meta)
+
+
+def _set_name(data: Path) -> str:
+    """The name a set's manifest gives it (generated-v1 when run with `--data benchmarks/data/generated-v1`)."""
+    try:
+        return str(json.loads((Path(data) / "manifest.json").read_text(encoding="utf-8"))["name"])
+    except (OSError, ValueError, KeyError):
+        return NAME
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

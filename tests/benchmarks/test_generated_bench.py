@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from worldsmith.core.store import sha256_file
+from worldsmith.core.store import ArtifactError, sha256_file
 from worldsmith.core.taskpkg import read_task_list
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "benchmarks" / "data" / "generated-v1"
+DATA = ROOT / "benchmarks" / "data" / "generated-v2"
+V1 = ROOT / "benchmarks" / "data" / "generated-v1"
 
 
 def _script():
@@ -77,7 +78,8 @@ def test_frozen_set_matches_its_checksums_and_has_the_promised_shape(manifest: d
             if a.spec.decimals is not None:
                 assert f"{a.spec.decimals} decimal place" in t.instruction
             if a.spec.comparison is not None:
-                assert "A minus B" in t.instruction and a.spec.comparison.a.label in t.instruction
+                x, y = a.spec.comparison.names()
+                assert f"{x} minus {y}" in t.instruction and a.spec.comparison.a.label in t.instruction
 
 
 @pytest.mark.slow
@@ -87,7 +89,7 @@ def test_build_is_byte_identical_and_reproduces_the_frozen_files(tmp_path: Path,
     The second half fails when the engine or the world-task writer changes what it emits: the frozen set is then
     no longer what the code builds. Keep it (it is a fixed benchmark) and build the new output as a new version
     (NAME and data folder generated-v2), rather than rebuilding v1 in place: figures on v1 stay comparable."""
-    stale = "the code no longer builds the frozen generated-v1 set (see this test's docstring)"
+    stale = "the code no longer builds the frozen generated-v2 set (see this test's docstring)"
     gb = _script()
     entry = ("operations_supply_chain", 1104, 300)
     assert entry in gb.SEED_LIST
@@ -162,6 +164,32 @@ def test_lagged_correlation_across_two_files(manifest: dict) -> None:
     assert _within(pairs["pm25"].corr(pairs["asthma_visits"]), q)
 
 
+def test_a_difference_between_groups_coded_a_and_b_names_its_sides_otherwise(manifest: dict) -> None:
+    """v1 asked "A minus B, where A = carrier B (`carrier` is 'B')" and the 1.5B analyst computed carrier A minus
+    carrier B; v2 calls the sides X and Y. Carrier B's mean transit days minus carrier A's, by plain pandas."""
+    q = _question(manifest, "ops-shipments-s1104-cause-damaged-carrier-b-delay")
+    assert "X minus Y, where X = carrier B (`carrier` is 'B') and Y = carrier A" in q["question"]
+    assert "A minus B" not in q["question"] and "A's rows" not in q["question"]
+    d = _world(q)
+    wms = pd.read_csv(d / "wms.csv.gz").drop_duplicates("shipment_id", keep="first")
+    tms = pd.read_parquet(d / "tms.parquet")
+    wms["n"], tms["n"] = _ids(wms["shipment_id"]), _ids(tms["shipment_id"])
+    rows = tms.drop_duplicates("n").merge(wms[["n", "carrier"]], on="n")
+    by = rows.groupby("carrier")["transit_days"].mean()
+    assert _within(by["B"] - by["A"], q) and not _within(by["A"] - by["B"], q)  # the sign decides
+
+
+def test_v1_stays_frozen_and_differs_from_v2_in_that_question_only() -> None:
+    sums = dict(reversed(line.split("  ", 1)) for line in (V1 / "SHA256SUMS").read_text().splitlines())
+    assert all(sha256_file(V1 / rel) == h for rel, h in sums.items())
+    v1, v2 = ({t.id: t.model_dump(exclude={"workspace": {"root"}}) for t in read_task_list(d)} for d in (V1, DATA))
+    assert list(v1) == list(v2)
+    assert [i for i in v1 if v1[i] != v2[i]] == ["ops-shipments-s1104-cause-damaged-carrier-b-delay"]
+    with pytest.raises(ArtifactError, match="pass the folder that holds it"):
+        read_task_list(V1 / "tasks.jsonl")
+    assert _script()._set_name(V1) == "generated-v1" and _script()._set_name(DATA) == "generated-v2"
+
+
 def test_a_wrong_reading_fails_the_tolerance(manifest: dict) -> None:
     """The tolerance is no blanket: the same share as a fraction, or before the lb fix, is graded wrong."""
     q = _question(manifest, "ops-shipments-s1104-cause-damaged-heavy-damage-rate")
@@ -196,7 +224,7 @@ async def test_runner_scores_three_questions_with_the_scripted_model(scripted, t
     script.fallback(respond)
     rt = make_rt(analyst={"format_retries": 0})
     summary = await gb.run_bench(rt, DATA, limit=3, model="scripted")
-    assert summary["benchmark"] == "generated-v1" and summary["n_questions"] == 3 and summary["samples"] == 1
+    assert summary["benchmark"] == "generated-v2" and summary["n_questions"] == 3 and summary["samples"] == 1
     assert summary["n_correct"] == 2 and summary["accuracy"] == pytest.approx(2 / 3)
     assert [q["correct"] for q in summary["questions"]] == [1.0, 1.0, 0.0]
     assert summary["guards"] == {} and summary["median_s"] is not None

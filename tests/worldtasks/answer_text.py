@@ -122,8 +122,8 @@ def solve(world: Path, text: str) -> float:
     scale = 100.0 if unit.startswith(("percent", "percentage points")) else 1.0
     comparison = _line(text, "Comparison and sign")
     if comparison:
-        m = re.match(r"A minus B, where A = (.*) and B = (.*); the value is positive", comparison)
-        a, b = _side(df, m.group(1)), _side(df, m.group(2))
+        m = re.match(r"(\w+) minus (\w+), where \1 = (.*) and \2 = (.*); the value is positive", comparison)
+        a, b = _side(df, m.group(3)), _side(df, m.group(4))
         return scale * (a[y].dropna().astype(float).mean() - b[y].dropna().astype(float).mean())
     if how.startswith("ordinary least-squares slope"):
         d = df[[x, y]].dropna().astype(float)

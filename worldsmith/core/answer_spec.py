@@ -8,6 +8,7 @@ instruction, and linted before a task is emitted. Grading uses `grading_unit` th
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Collection
 from typing import Annotated, Literal
 
@@ -89,6 +90,14 @@ class Comparison(BaseModel):
     a: Side
     b: Side
 
+    def names(self) -> tuple[str, str]:
+        """What the instruction calls the two sides: A and B, unless a side's words use one of those letters as a
+        word of their own, then the first pair that neither side uses. Carriers coded 'A' and 'B' read as "A minus
+        B, where A = carrier B (`carrier` is 'B')", and the 1.5B analyst computed carrier A minus carrier B."""
+        text = f"{self.a.words()} {self.b.words()}"
+        pairs = (("A", "B"), ("X", "Y"), ("P", "Q"))
+        return next((p for p in pairs if not any(re.search(rf"\b{n}\b", text) for n in p)), ("G1", "G2"))
+
 
 class AnswerFacets(BaseModel):
     """Everything that decides one closed-form answer; `factor` scales the recipe's value into `scale`."""
@@ -148,7 +157,8 @@ def quantity_sentence(facets: AnswerFacets) -> str:
     """One sentence naming the quantity (used by report instructions and rubric items)."""
     what = facets.aggregation.rstrip(".")
     if facets.comparison is not None:
-        what += f" (A = {facets.comparison.a.label}, B = {facets.comparison.b.label})"
+        a, b = facets.comparison.names()
+        what += f" ({a} = {facets.comparison.a.label}, {b} = {facets.comparison.b.label})"
     return f"{what}, in {facets.unit_words}" + (f", rounded to {_places(facets.decimals)}"
                                                 if facets.decimals is not None else "")
 
@@ -183,8 +193,9 @@ def facet_lines(facets: AnswerFacets) -> list[str]:
         lines.append(f"- Lag: {facets.lag}.")
     if facets.comparison is not None:
         c = facets.comparison
-        lines.append(f"- Comparison and sign: A minus B, where A = {c.a.words()} and B = {c.b.words()}; "
-                     "the value is positive when A is higher and negative when A is lower.")
+        a, b = c.names()
+        lines.append(f"- Comparison and sign: {a} minus {b}, where {a} = {c.a.words()} and {b} = {c.b.words()}; "
+                     f"the value is positive when {a} is higher and negative when {a} is lower.")
     else:
         lines.append("- Comparison: none (a single value, not a difference).")
     lines.append(f"- Unit: {facets.unit_words}.")

@@ -177,6 +177,9 @@ def read_task_list(folder: str | os.PathLike[str], *, verify: bool = True) -> li
     `folder` (tasks over one world share its files instead of a copy per package). With `verify`, every
     workspace file must match its recorded hash."""
     folder = Path(folder)
+    if not (folder / TASK_LIST).is_file():
+        hint = f"; pass the folder that holds it ({folder.parent})" if folder.name == TASK_LIST else ""
+        raise ArtifactError(f"{folder}: no {TASK_LIST} there{hint}")
     tasks = []
     for line_no, row in enumerate(read_jsonl(folder / TASK_LIST), 1):
         try:

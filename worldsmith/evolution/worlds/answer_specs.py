@@ -105,8 +105,9 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
     if op == "mean_diff":
         comp = Comparison(a=Side(label=f"{r.by} {r.groups[0]}", filters=[Filter(column=r.by, value=r.groups[0])]),
                           b=Side(label=f"{r.by} {r.groups[1]}", filters=[Filter(column=r.by, value=r.groups[1])]))
+        a, b = comp.names()
         return AnswerFacets(quantity="difference", measure=_measure(c, plan, r.variable), comparison=comp,
-                            aggregation=f"mean of `{r.variable}` over A's rows minus its mean over B's rows, "
+                            aggregation=f"mean of `{r.variable}` over {a}'s rows minus its mean over {b}'s rows, "
                                         "blank values left out", **_numeric_scale(c, r.variable, difference=True),
                             **base)
     if op == "share":
@@ -139,11 +140,13 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
         before = Window(column=col, start=when - span if span else None, end=when, event_dates=posted)
         comp = Comparison(a=Side(label=f"after {r.event.replace('_', ' ')}", window=after),
                           b=Side(label=f"before {r.event.replace('_', ' ')}", window=before))
+        a, b = comp.names()
         base["window"] = Window(column=col, start=before.start, end=after.end, event_dates=posted) if span \
             else Window(all_dates=True)
         return AnswerFacets(quantity="difference", measure=_measure(c, plan, r.variable), comparison=comp,
-                            aggregation=f"mean of `{r.variable}` over A's rows minus its mean over B's rows "
-                                        f"(A and B split by `{col}` at {when.isoformat()}), blank values left out",
+                            aggregation=f"mean of `{r.variable}` over {a}'s rows minus its mean over {b}'s rows "
+                                        f"({a} and {b} split by `{col}` at {when.isoformat()}), blank values left "
+                                        "out",
                             **_numeric_scale(c, r.variable, difference=True), **base)
     if op == "partial_corr":
         held = ", ".join(f"`{v}`" for v in r.controls)
