@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 from worldsmith.agents import answer_guards as g
@@ -336,6 +337,25 @@ def test_pandas_date_slips_get_their_notes() -> None:
     assert "holds dates as text" in note and "written in the format you gave" not in note
     other = _pandas_error(lambda: pd.Series([1]).loc[5])
     assert pandas_notes("s.loc[5]", other) == ""
+
+
+def test_text_dates_compared_with_a_date_get_parsed_in_place() -> None:
+    """At f4ca853 `df["date"] >= pd.Timestamp("2024-02-01")` on dates read as text raised, and the 1.5B model loaded
+    the file again to parse them, losing the session's unit change. The note's two lines, run on such a frame,
+    keep the rows on or after the date (2 of 3, by hand). Errors raised by pandas and Python."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import pandas_notes
+
+    df = pd.DataFrame({"date": ["2024-01-15", "2024/02/03", "2024-03-01"], "hours": [1.0, 2.0, 4.0]})
+    for fn in (lambda: df[df["date"] >= pd.Timestamp("2024-02-01")], lambda: "2024-01-15" < pd.Timestamp("2024-02-01")):
+        note = pandas_notes('df[df["date"] >= pd.Timestamp("2024-02-01")]', _pandas_error(fn))
+        assert "no need to load the file again" in note
+    lines = re.findall(r"`([^`]+)`", note)
+    ns = {"pd": pd, "df": df.copy()}
+    exec(lines[0].replace('"col"', '"date"'), ns)  # noqa: S102
+    assert eval(lines[1].replace('"col"', '"date"'), ns)["hours"].tolist() == [2.0, 4.0]  # noqa: S307
+    assert "no need to load" not in pandas_notes("x", _pandas_error(lambda: 1 < "a"))  # not a date: no note
 
 
 def test_a_date_method_on_text_names_both_causes() -> None:

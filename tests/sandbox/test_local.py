@@ -37,6 +37,19 @@ async def test_error_reports_type_message_and_cell_traceback(backend: str) -> No
         assert (await sb.run("print('still alive')")).stdout == "still alive\n"
 
 
+async def test_a_long_error_message_is_cut_in_the_middle(backend: str) -> None:
+    """pandas' KeyError for `df[[df["a"], df["b"]]]` lists every value of both columns; the observation keeps the
+    message's head and tail (what was looked up, and where) and says how much it left out."""
+    async with open_sandbox(fast_config(backend)) as sb:
+        r = await sb.run("raise KeyError('None of [' + ', '.join(str(i) for i in range(2000)) + '] are in the [columns]')")
+        message = r.error.traceback[r.error.traceback.index("\nKeyError: ") + 1:]
+        assert message.startswith("KeyError: 'None of [0, 1, 2,") and message.rstrip().endswith("are in the [columns]'")
+        assert "characters of the message left out" in message and len(message) < 700  # 9,000 characters uncut
+        assert r.error.type == "KeyError" and len(r.error.message) >= 2000  # the error record keeps more of it
+        short = await sb.run("raise ValueError('short')")
+        assert short.error.traceback.rstrip().endswith("ValueError: short")
+
+
 async def test_a_library_error_shows_the_cells_line_and_the_raising_frame_only(backend: str) -> None:
     async with open_sandbox(fast_config(backend)) as sb:
         r = await sb.run("import json\ndoc = '{'\njson.loads(doc)")

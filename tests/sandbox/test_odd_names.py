@@ -91,3 +91,18 @@ async def test_prelude_profile_helper_prints_column_statistics(backend: str, odd
         assert lines[2] == "- c: str; 0 nulls; 2 distinct; most common a (3), b (1)"
         r = await sb.run("profile('file_1.csv')")  # a file name works too (here the alias of 'a=b+c d.csv')
         assert r.ok and r.stdout.startswith("3 rows x 2 columns\n- x: int64; 0 nulls; 3 distinct; min 1"), r.stdout
+
+
+async def test_scipy_and_stats_work_in_a_cell_that_never_imported_them(backend: str) -> None:
+    """The 1.5B model wrote `stats.pearsonr` and `scipy.stats.linregress` without importing scipy (NameError in 36
+    cells of four runs); the prelude makes both names import scipy on first use."""
+    async with open_sandbox(fast_config(backend)) as sb:
+        assert (await sb.run(PRELUDE, timeout=60)).ok
+        r = await sb.run("import sys\nprint('scipy.stats' in sys.modules)")
+        assert r.stdout == "False\n"  # not imported by the prelude itself
+        # x 1, 2, 3; y 1, 2, 4: r = 3 / sqrt(2 * 42/9) = 0.9820 (by hand); y = 2x + 1: slope 2
+        r = await sb.run("print(round(float(stats.pearsonr([1, 2, 3], [1, 2, 4])[0]), 4))\n"
+                         "print(scipy.stats.linregress([0, 1, 2], [1, 3, 5]).slope)")
+        assert r.ok and r.stdout == "0.982\n2.0\n", r.to_observation()
+        r = await sb.run("from scipy import stats\nprint(type(stats).__name__)")
+        assert r.stdout == "module\n"

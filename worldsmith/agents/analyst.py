@@ -487,6 +487,11 @@ _TEXT_DATES = re.compile(r"Can only use \.dt accessor with datetimelike values")
 #: walks its column names (v14's solver looped over a one-column frame of monthly means and called `.strftime`)
 _TEXT_NOT_DATE = re.compile(r"'str' object has no attribute '(?:strftime|year|month|day|to_period|date|weekday|"
                             r"quarter|isoformat)'")
+#: a column of dates written as text compared with a date (`df["date"] >= pd.Timestamp("2024-02-01")`): at f4ca853
+#: the 1.5B model then loaded the file again to parse the column, undoing the session's unit change
+_TEXT_VS_DATE = re.compile(r"Invalid comparison between dtype=(?:str|object|string)\S* and (?:Timestamp|datetime)"
+                           r"|not supported between instances of '(?:str|Timestamp|datetime\.datetime)' and "
+                           r"'(?:Timestamp|datetime\.datetime|str)'")
 #: what pandas raises for `.resample()` on an index of text (dates never parsed or never made the index) or for
 #: the month frequency "M", which pandas 3 spells "ME" (six failed evolution scripts)
 _RESAMPLE = re.compile(r"Only valid with DatetimeIndex, TimedeltaIndex or PeriodIndex|Invalid frequency: M\b")
@@ -509,7 +514,8 @@ _STR_ON_NUMBERS = re.compile(r"Can only use \.str accessor with string values, n
 _CONTINUOUS_LABELS = re.compile(r"Classification metrics can't handle a mix of \w+ and continuous")
 #: error patterns and the feedback section each one gets, in the order the notes are written
 _ERROR_NOTES = ((_TEXT_DATES, "text dates"), (_DATE_FORMAT, "date formats"), (_TEXT_NOT_DATE, "text not a date"),
-                (_RESAMPLE, "resample"), (_TEXT_IN_NUMBERS, "text in numbers"), (_ONE_NUMBER, "one number"),
+                (_TEXT_VS_DATE, "text compared with a date"), (_RESAMPLE, "resample"),
+                (_TEXT_IN_NUMBERS, "text in numbers"), (_ONE_NUMBER, "one number"),
                 (_STR_ON_NUMBERS, "str on numbers"), (_CONTINUOUS_LABELS, "continuous labels"))
 #: a frame indexed by a list of its own columns (`df[[df["a"], df["b"]]]` for `df[["a", "b"]]`): pandas looks the
 #: columns' values up as column names. With a table loaded before its first cell, the 1.5B model wrote it for a

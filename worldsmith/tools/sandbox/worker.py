@@ -29,6 +29,10 @@ import types
 CFG = json.loads(os.environ.pop("WS_WORKER", "{}"))
 MAIN_PID = os.getpid()
 HEAD = struct.Struct(">I")
+#: an exception's message longer than this is cut in the middle: pandas' KeyError for `df[[df["a"], df["b"]]]`
+#: lists every value of both columns (2,400 characters for 300 rows), and at f4ca853 four such cells in a row
+#: filled a 1.5B model's context before its note on the slip could be read
+MESSAGE_CHARS = 600
 
 
 class CellTimeout(BaseException):
@@ -302,7 +306,12 @@ class Worker:
                 frames.append("  ...\n")
             frames.extend(traceback.StackSummary.from_list([stack[i]]).format())
         head = "Traceback (most recent call last):\n" if frames else ""
-        return head + "".join(frames) + "".join(traceback.format_exception_only(type(exc), exc))
+        message = "".join(traceback.format_exception_only(type(exc), exc))
+        if len(message) > MESSAGE_CHARS:
+            cut = len(message) - MESSAGE_CHARS
+            message = (message[:MESSAGE_CHARS * 2 // 3] + f" … [{cut} characters of the message left out] … "
+                       + message[-(MESSAGE_CHARS // 3):])
+        return head + "".join(frames) + message
 
     def _execute(self, code, filename):
         tree = ast.parse(code, filename, "exec")
