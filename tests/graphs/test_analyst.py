@@ -670,6 +670,31 @@ async def test_a_copy_of_the_setup_that_keeps_some_rows_is_left_alone(scripted, 
     assert second["observation"].startswith("12")  # the setup's join: every visit (12, by hand)
 
 
+async def test_a_setup_question_gets_room_to_copy_its_setup_in_each_turn(scripted, tmp_path: Path,
+                                                                         sales_csv: Path) -> None:
+    """At f4ca853 every cell cut at the 384-token budget began with a copy of the session's setup; with a setup, a
+    turn's budget grows by the setup's length at 3 characters a token, and the cut-off note names that budget."""
+    from worldsmith.graphs.solve import task_files
+
+    question, task = _visits_room(tmp_path)
+    script, make_rt = scripted
+    script.queue("<think>from df</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>",
+                 "<think>done</think><answer>@mean_bp[148.0]</answer>")
+    final, _ = await _run(make_rt(analyst={"max_tokens_per_turn": 100}), question, task_files(task))
+    setup = final["trajectory"]["metadata"]["setup"]
+    room = 100 + (len(setup) + 2) // 3  # ceil(len / 3), written another way
+    assert len(setup) > 300 and [r.max_tokens for r in script.requests] == [room, room]
+    script.requests.clear()
+    script.queue(CODE_TURN, ANSWER_TURN)
+    await _run(make_rt(analyst={"max_tokens_per_turn": 100}), QUESTION, [sales_csv])  # no setup: the plain budget
+    assert [r.max_tokens for r in script.requests] == [100, 100]
+    script.requests.clear()
+    script.queue("<think>from df</think><code>print(df[df['treated'] == 1]['bp'].mean())</code>",
+                 "<think>done</think><answer>@mean_bp[148.0]</answer>")
+    await _run(make_rt(analyst={"max_tokens_per_turn": 100, "setup_copy_room": False}), question, task_files(task))
+    assert [r.max_tokens for r in script.requests] == [100, 100]  # the room can be turned off
+
+
 async def test_the_joined_df_cut_to_one_group_is_made_whole_again(scripted, tmp_path: Path) -> None:
     """A joined `df` cut to the treated rows and then filtered for the untreated ones comes out empty; the model
     cannot remake the join by a load call, so the session runs its setup again and says so."""

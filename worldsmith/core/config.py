@@ -49,6 +49,10 @@ class AnalystConfig(Section):
                                      "DABench dev run of 2026-11-30 the longest turn that ended by itself took 329 "
                                      "tokens (median 104); the 4 of 244 turns that hit the old 512 were runaways, "
                                      "and on CPU each costs most of a minute")
+    setup_copy_room: bool = Field(True, description="when the session ran a setup before the first cell (linked tables "
+                                  "joined, units made good), each turn's budget grows by the setup's length in tokens "
+                                  "(~3 characters each): the 1.5B model copies the setup into its cells (47 of 81 "
+                                  "cells at f4ca853), and every cell cut at the plain budget there was such a copy")
     format_retries: int = Field(2, ge=0, le=5, description="re-asks when an answer lacks the requested @name[value] tags")
     repeat_resamples: int = Field(0, ge=0, le=5, description="a code cell identical to one that already failed in this "
                                   "question (or that reads a file with the reader the feedback named wrong) is not run "

@@ -77,6 +77,14 @@ class AnalystState(AnalystInput, total=False):
     started: float
 
 
+def turn_budget(cfg: Any, setup: str | None) -> int:
+    """A turn's completion budget: `max_tokens_per_turn`, plus room to copy the session's setup when there is one
+    (`setup_copy_room`; ~3 characters a token for code). At f4ca853 the 1.5B model began 47 of 81 cells of the
+    generated set's setup questions with a copy of the setup, although it had run, and all 10 cells cut at the
+    384-token budget were such copies: each came back a SyntaxError with no analysis run."""
+    return cfg.max_tokens_per_turn + (-(-len(setup) // 3) if setup and cfg.setup_copy_room else 0)
+
+
 def _msg(role: str, content: str, source: str, *templates: str) -> dict[str, Any]:
     return {"role": role, "content": content, "source": source, "templates": agent.versions(*templates)}
 
@@ -109,8 +117,9 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
     if turn == cfg.max_turns - 1 and turn > 0:
         extra.append(_msg("user", agent.last_turn_nudge(), "nudge", agent.FEEDBACK_TEMPLATE))
     sent = list(state["messages"]) + extra
+    budget = turn_budget(cfg, state.get("setup"))
     try:
-        d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
+        d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=budget,
                                temperature=state.get("temperature"), sample_index=state.get("sample_index", 0))
     except LLMContextError as exc:  # a longer conversation cannot fit either: the question ends here, on record
         emit({"type": "feedback", "text": f"the conversation no longer fits the model's context ({exc})"})
@@ -125,13 +134,13 @@ async def act(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[str, 
         dropped.append(_record_call(call_index, sent, d, state.get("q_first_message", 0), dropped=why))
         call_index += 1
         emit({"type": "feedback", "text": f"the model's cell {why}; sampling its turn again"})
-        d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
+        d = await agent.decide(rt.llm, sent, role=ROLE, max_tokens=budget,
                                temperature=cfg.repeat_temperature,
                                sample_index=10 * state.get("sample_index", 0) + len(dropped))
     # a turn that repeats one span until its budget runs out says nothing, and sent back whole it primes the next
     # turn to go on repeating it: it is sampled anew
     d, looped = await agent.unlooped(d, lambda k: agent.decide(
-        rt.llm, sent, role=ROLE, max_tokens=cfg.max_tokens_per_turn,
+        rt.llm, sent, role=ROLE, max_tokens=budget,
         temperature=agent.loop_temperature(state.get("temperature")),
         sample_index=100 + 10 * state.get("sample_index", 0) + k))
     for gone, why in looped:
@@ -245,7 +254,7 @@ async def execute(state: AnalystState, runtime: Runtime[GraphRuntime]) -> dict[s
     last_call = (state.get("calls") or [{}])[-1]
     observation = agent.observation_text(
         result, cfg.max_observation_chars, facts, code=code,
-        cut_off_at=cfg.max_tokens_per_turn if last_call.get("finish_reason") == "length" else None)
+        cut_off_at=turn_budget(cfg, state.get("setup")) if last_call.get("finish_reason") == "length" else None)
     nudged = observation != result.to_observation(cfg.max_observation_chars)
     previous = next((s for s in reversed(state.get("steps", [])) if s.get("action")), None)
     if previous and previous["action"] == pending["action"] and agent.same_output(previous.get("observation") or "", observation):
