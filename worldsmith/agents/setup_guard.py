@@ -133,28 +133,31 @@ def restored_note(frame: str) -> str:
     return feedback("setup restored", frame=frame)
 
 
+async def _printed(sb: Any, code: str) -> str:
+    """What `code` prints in the session `sb` ('' when it fails)."""
+    out = await sb.run(code)
+    return (out.stdout or "") if out.ok else ""
+
+
 async def probe(sb: Any) -> str:
     """:data:`PROBE`'s output in the session `sb` ('' when it fails)."""
-    probed = await sb.run(PROBE)
-    return (probed.stdout or "") if probed.ok else ""
+    return await _printed(sb, PROBE)
 
 
 async def snapshot(sb: Any) -> str:
     """Run right after the setup in `sb`: keeps a copy of its `df` there and returns :data:`PROBE`'s output."""
-    probed = await sb.run(KEEP)
-    return (probed.stdout or "") if probed.ok else ""
+    return await _printed(sb, KEEP)
 
 
 async def kept(sb: Any) -> bool:
     """Whether `df` in `sb` is the setup's `df` with some of its rows kept or columns added (:data:`KEPT`)."""
-    out = await sb.run(KEPT)
-    return out.ok and (out.stdout or "").strip() == "1"
+    return (await _printed(sb, KEPT)).strip() == "1"
 
 
 async def again(sb: Any, code: str, setup: str, setup_probe: str) -> str | None:
     """Run in `sb` after the cell `code`: when it read the setup's files again into the names the setup made and
-    left `df` otherwise than `setup_probe` says the setup did (not merely fewer rows or more columns), or cut the setup's frame to one group and filtered
-    for another, the setup runs again; returns the note saying so, or None."""
+    left `df` otherwise than `setup_probe` says the setup did (not merely fewer rows or more columns), or cut the
+    setup's frame to one group and filtered for another, the setup runs again; returns the note saying so, or None."""
     if names := reloads(code, setup):
         lost = undone(setup_probe, await probe(sb))
         if lost == [] and await kept(sb):  # the setup copied, then rows kept or columns added: its work is there
