@@ -72,3 +72,32 @@ async def test_default_embedded_model_answers_one_dabench_question(dabench_dir: 
     assert any(s["action"] and s["action"]["kind"] == "code" for s in traj["steps"])  # it really ran code
     assert report.overall.n_errors == 0
     # the score itself is reported by benchmarks/dabench_dev.py, not asserted: small models are stochastic
+
+
+async def test_self_consistency_samples_start_from_the_greedy_answer(scripted, dabench_dir: Path, tmp_path: Path) -> None:
+    """`eval --samples 3`: the first sample decodes greedily, the other two at the sampling temperature, and each
+    sample's requests carry its own temperature; with `eval.greedy_first` off all three are sampled."""
+    from worldsmith.app.eval import evaluate_path
+
+    script, make_rt = scripted
+    task = load_dabench(dabench_dir, limit=1)[0]
+    label = " ".join(f"@{a.name}[{a.value}]" for a in task.answers)
+
+    def respond(req):
+        if "<interpreter>" in req.last_user:
+            return f"<think>Done.</think><answer>{label}</answer>"
+        return "<think>Read.</think><code>\nimport glob\ndf = pd.read_csv(sorted(glob.glob('*.csv'))[0])\nprint(len(df))\n</code>"
+
+    script.fallback(respond)
+    for greedy_first, expected in ((True, [0.0, 0.7, 0.7]), (False, [0.7, 0.7, 0.7])):
+        script.requests.clear()
+        rt = make_rt(analyst={"format_retries": 0}, eval={"greedy_first": greedy_first})
+        result = await evaluate_path(rt, dabench_dir, samples=3, limit=1)
+        assert result["counts"]["completed"] == 3
+        temps = [r.temperature for r in script.requests]
+        per_sample = len(temps) // 3  # the samples are solved one after another, each the same turns
+        assert per_sample >= 2 and temps == [t for t in expected for _ in range(per_sample)]
+        run = Path(result["run_dir"])
+        sampling = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()
+                    if json.loads(line).get("event") == "sampling"]
+        assert sampling[0]["greedy_first"] is greedy_first and sampling[0]["temperature"] == 0.7

@@ -65,7 +65,9 @@ async def evaluate_path(rt: GraphRuntime, path: Path, *, samples: int | None = N
     run = RunDir.open(run_path) if run_path else RunDir.create("eval", settings.runs_dir, config=settings.masked())
     run.event("eval_request", tasks=str(path), n_tasks=len(tasks), samples=samples, retry_errors=retry_errors)
     temperature = settings.eval.temperature_when_sampling if samples > 1 else None
-    solver = TaskSolver(rt, temperature=temperature)
+    solver = TaskSolver(rt, temperature=temperature, greedy_first=settings.eval.greedy_first)
+    if samples > 1:
+        run.event("sampling", temperature=temperature, greedy_first=settings.eval.greedy_first)
     model = settings.llm.for_role("agent").model
     try:
         report = await evaluate(tasks, solver, samples=samples, run_dir=run, concurrency=settings.eval.concurrency,

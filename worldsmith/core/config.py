@@ -76,6 +76,9 @@ class EvalConfig(Section):
     samples: int = Field(1, ge=1, description="trajectories per task (pass@1 is the mean over samples)")
     concurrency: int = Field(1, ge=1, description="tasks solved at once (the embedded model serialises anyway)")
     temperature_when_sampling: float = Field(0.7, ge=0, description="temperature used when samples > 1")
+    greedy_first: bool = Field(True, description="with samples > 1, the first sample decodes greedily and only the "
+                               "others at temperature_when_sampling, so the vote (ties go to the first sample) starts "
+                               "from the greedy answer instead of replacing it with three weaker draws")
     retry_errors: bool = Field(False, description="on --resume, solve again the items that failed on an LLM or sandbox "
                                "error instead of keeping the failure (wrong answers are kept either way)")
 

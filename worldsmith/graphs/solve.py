@@ -24,13 +24,22 @@ def task_files(task: Task) -> list[Path]:
 class TaskSolver:
     """`await solver(task, sample_index) -> Trajectory`; one fresh sandbox per trajectory."""
 
-    def __init__(self, rt: GraphRuntime, temperature: float | None = None, *, postprocess: bool | None = None):
+    def __init__(self, rt: GraphRuntime, temperature: float | None = None, *, postprocess: bool | None = None,
+                 greedy_first: bool = False):
         """`postprocess=False` for trajectories that become training data (graded on the model's raw answer);
-        None follows the analyst.postprocess setting."""
+        None follows the analyst.postprocess setting. `greedy_first`: sample 0 decodes greedily whatever
+        `temperature` is (the later samples use it)."""
         self.rt = rt
         self.graph = build_analyst_graph()
         self.temperature = temperature
         self.postprocess = postprocess
+        self.greedy_first = greedy_first
+
+    def temperature_for(self, sample_index: int) -> float | None:
+        """The decoding temperature of one sample (None: the provider's greedy default)."""
+        if sample_index == 0 and self.greedy_first:
+            return None
+        return self.temperature if sample_index or self.temperature else None
 
     async def __call__(self, task: Task, sample_index: int = 0) -> Trajectory:
         session = f"{task.id}-{sample_index}-{uuid.uuid4().hex[:6]}"
@@ -38,7 +47,7 @@ class TaskSolver:
                               answer_names=task.deliverable.answer_names or None,
                               categories=[task.category, *task.tags] if task.category else task.tags,
                               sample_index=sample_index,
-                              temperature=self.temperature if sample_index or self.temperature else None,
+                              temperature=self.temperature_for(sample_index),
                               session_id=session, postprocess=self.postprocess)
         try:
             out: dict[str, Any] = await self.graph.ainvoke(
