@@ -498,6 +498,54 @@ async def test_a_nan_result_gets_the_where_did_the_rows_go_note(scripted, sales_
     assert second.startswith("mean: 20.0") and "The result is nan" not in second
 
 
+async def test_a_nan_from_scipy_over_a_column_with_blanks_gets_the_dropna_call_that_runs(scripted,
+                                                                                          tmp_path: Path) -> None:
+    """scipy's pearsonr propagates a blank where pandas skips it: the cell printing `nan nan` is told so, with its
+    own call on the filled rows, and that call gives the r of the four filled rows (numpy, by hand)."""
+    script, make_rt = scripted
+    data = tmp_path / "data" / "pairs.csv"
+    data.parent.mkdir()
+    data.write_text("x,y\n1,2\n2,1\n3,\n4,3\n5,7\n")
+    cell = "df = pd.read_csv('pairs.csv')\nfrom scipy import stats\nr, p = stats.pearsonr(df['x'], df['y'])\nprint(r, p)"
+    script.queue(f"<think>r</think><code>{cell}</code>", *["<think>done</think><answer>@r[0.8]</answer>"] * 3)
+    final, _ = await _run(make_rt(), "What is Pearson's r of x and y? Answer as @r[value].", [data])
+    seen = final["trajectory"]["steps"][0]["observation"]
+    assert seen.startswith("nan nan") and "`stats.pearsonr` does not skip blank (NaN) values" in seen
+    fix = "d = df[['x', 'y']].dropna()\nstats.pearsonr(d['x'], d['y'])"
+    assert f"```python\n{fix}\n```" in seen and "The result is nan: it was computed over no rows" not in seen
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    r, _ = eval(fix.splitlines()[1], {"stats": stats, "d": pd.read_csv(data).dropna()})  # noqa: S307
+    assert r == pytest.approx(np.corrcoef([1, 2, 4, 5], [2, 1, 3, 7])[0, 1])
+
+
+@pytest.mark.parametrize(("printed", "nan"), [("nan", True), ("gap: nan", True), ("r=nan, p=nan", True),
+                                              ("PearsonRResult(statistic=np.float64(nan), pvalue=np.float64(nan))",
+                                               True), ("(nan, nan)", True), ("0.83 nan", True),
+                                              ("nan values: 3", False), ("Nancy", False), ("banana", False),
+                                              ("mean: 20.0", False), ("nan\nmean: 20.0", False)])
+def test_a_nan_value_is_read_on_the_last_printed_line(printed: str, nan: bool) -> None:
+    from worldsmith.agents.analyst import nan_result
+
+    assert nan_result(printed) is nan
+
+
+@pytest.mark.parametrize(("cell", "fix"), [
+    ("stats.spearmanr(df['a'].values, df['b'])", "d = df[['a', 'b']].dropna()\nstats.spearmanr(d['a'], d['b'])"),
+    ("stats.ttest_ind(df[df.g == 1]['v'], b, equal_var=False)",
+     "stats.ttest_ind((df[df.g == 1]['v']).dropna(), b.dropna())"),
+    ("stats.shapiro(df['a'])", "stats.shapiro(df['a'].dropna())"),
+    ("stats.f_oneway(*groups)", "stats.f_oneway(*[g.dropna() for g in groups])")])
+def test_a_scipy_call_is_shown_again_on_its_data_without_blanks(cell: str, fix: str) -> None:
+    """Paired functions drop a row with a blank in either column (one dropna over both keeps them aligned);
+    sample-wise ones drop each sample's own blanks; keyword arguments are not samples."""
+    from worldsmith.agents.analyst import scipy_calls
+
+    assert scipy_calls(f"print({cell})")[-1].fix() == fix
+
+
 @pytest.mark.parametrize("cell", ["print(df[df['amount'] > 1 & df['region'] == 'north'])",
                                   "print(df[(df['amount'] > 1) and (df['region'] == 'north')])"])
 async def test_conditions_combined_without_parentheses_get_the_pandas_form(scripted, sales_csv: Path, cell) -> None:

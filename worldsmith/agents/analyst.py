@@ -690,15 +690,85 @@ def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
         text += "\n" + feedback("assigned back", lines="\n".join(lines))
     text += pandas_notes(code, error)
     if not error and not text and nan_result(getattr(result, "stdout", "") or ""):
-        text += "\n" + feedback("nan result")
+        calls = scipy_calls(code)
+        text += "\n" + (feedback("nan from scipy", call=calls[-1].function, line=calls[-1].fix()) if calls
+                        else feedback("nan result"))
     return text
 
 
+#: a nan printed as a value: alone, after a space, `=`, `:`, `(` or `,`, and ending the line or followed by `,` or `)`
+_NAN_VALUE = re.compile(r"(?:^|[\s=:(,])nan(?=$|[,)])", re.IGNORECASE)
+
+
 def nan_result(stdout: str) -> bool:
-    """Whether a cell's last printed line ends in nan (`nan`, `gap: nan`): at eb32daa, 11 of generated-v1's failed
-    questions printed a nan result, most of them several times over, with nothing to say where the rows went."""
-    words = (stdout.strip().splitlines() or [""])[-1].split()
-    return bool(words) and words[-1].lower() == "nan"
+    """Whether a cell's last printed line shows a nan value (`nan`, `gap: nan`, `r=nan, p=nan`, scipy's
+    `PearsonRResult(statistic=np.float64(nan), …)`): at eb32daa, 11 of generated-v1's failed questions printed a
+    nan result, most of them several times over, with nothing to say where the rows went."""
+    last = (stdout.strip().splitlines() or [""])[-1]
+    return _NAN_VALUE.search(last.strip()) is not None
+
+
+#: a scipy.stats call and its arguments (one level of nested parentheses)
+_SCIPY_CALL = re.compile(r"""\bstats\.(\w+)\(([^()]*(?:\([^()]*\)[^()]*)*)\)""")
+_COLUMN_ARG = re.compile(r"""^(\w+)\[\s*(['"])([^'"]+)\2\s*\](?:\.values|\.to_numpy\(\))?$""")
+#: scipy functions whose samples pair row by row: a blank in either column drops the row from both
+_PAIRED = frozenset({"pearsonr", "spearmanr", "kendalltau", "linregress", "pointbiserialr", "ttest_rel", "wilcoxon"})
+
+
+@dataclass(frozen=True)
+class ScipyCall:
+    """One `stats.<function>(…)` call of a cell: its positional arguments, and the frame and columns they are
+    when every one is a column of one frame (`stats.pearsonr(df['a'], df['b'])`)."""
+
+    function: str
+    args: tuple[str, ...]
+    frame: str = ""
+    columns: tuple[str, ...] = ()
+
+    def fix(self) -> str:
+        """The call again on its data without blanks: one `dropna` over a paired call's columns together (so the
+        rows stay aligned), each sample's own `.dropna()` otherwise."""
+        if self.function in _PAIRED and self.frame:
+            pick = ", ".join(f"d[{c!r}]" for c in self.columns)
+            return f"d = {self.frame}[{list(self.columns)!r}].dropna()\nstats.{self.function}({pick})"
+        if self.function in _PAIRED:
+            return f'd = df[["x", "y"]].dropna()  # the columns the call uses\nstats.{self.function}(d["x"], d["y"])'
+        samples = [f"*[g.dropna() for g in {a[1:]}]" if a.startswith("*") else
+                   f"{a}.dropna()" if re.fullmatch(r"[\w.\[\]'\"]+", a) else f"({a}).dropna()" for a in self.args]
+        return f"stats.{self.function}({', '.join(samples) or 'a.dropna(), b.dropna()'})"
+
+
+def _top_level_args(text: str) -> list[str]:
+    """A call's argument text split at the commas outside brackets and quotes; keyword arguments left out."""
+    args, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text + ","):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+    return [a for a in args if a and not re.match(r"\w+\s*=(?!=)", a)]
+
+
+def scipy_calls(code: str) -> list[ScipyCall]:
+    """The cell's `stats.<function>(…)` calls. scipy's functions propagate a blank (NaN) where pandas' `.corr()` and
+    `.mean()` skip it, so a column with blanks gives a nan statistic and a nan p-value."""
+    found = []
+    for m in _SCIPY_CALL.finditer(code):
+        args = tuple(_top_level_args(m.group(2)))
+        cols = [c.groups() for a in args if (c := _COLUMN_ARG.match(a))]
+        frames = {f for f, _, _ in cols}
+        if cols and len(cols) == len(args) and len(frames) == 1:
+            found.append(ScipyCall(m.group(1), args, frames.pop(), tuple(dict.fromkeys(c for _, _, c in cols))))
+        else:
+            found.append(ScipyCall(m.group(1), args))
+    return found
 
 
 #: the interpreter's output pasted back as a cell: a traceback's first line or a `File "<cell-N>", line K` frame
