@@ -110,18 +110,7 @@ def test_several_samples_are_also_scored_by_self_consistency(tmp_path: Path) -> 
     run = tmp_path / "run"
     answers = {"q1": ["@x[5]", "@x[5.05]", "@x[7]"], "q2": ["@x[1]", "@x[2]", "@x[2]"], "q3": [None, None, None]}
     passed = {"q1": [True, True, False], "q2": [True, False, False], "q3": [False, False, False]}
-    tasks = []
-    for q, ans in answers.items():
-        (run / "trajectories" / q).mkdir(parents=True)
-        for i, a in enumerate(ans):
-            rec = {"id": f"{q}-{i}", "task_id": q, "model": "m", "status": "answered" if a else "max_turns",
-                   "final_answer": a}
-            (run / "trajectories" / q / f"{i}.json").write_text(json.dumps(rec))
-        tasks.append({"task_id": q, "level": "medium", "samples": [
-            {"sample_index": i, "passed": p, "time_s": 10.0 * (i + 1), "path": f"trajectories/{q}/{i}.json"}
-            for i, p in enumerate(passed[q])]})
-    (run / "results.json").write_text(json.dumps({"samples": 3, "tasks": tasks, "overall": {
-        "n_tasks": 3, "accuracy_by_question": 1 / 3, "accuracy_by_sub_question": 1 / 3, "proportional_accuracy": 1 / 3}}))
+    _sampled_run(run, answers, passed)
     s = summary_from_run_dir(run, benchmark="b")
     assert [q["voted"] for q in s["questions"]] == [True, False, False]
     assert s["n_voted_correct"] == 1 and s["voted_accuracy"] == pytest.approx(1 / 3)
@@ -171,3 +160,33 @@ def test_compare_splits_a_task_set_by_the_files_its_answers_need(tmp_path: Path)
     table = _compare().main([str(dev), str(only), "--by-files", str(tasks)])
     assert "(one file) (one file)" not in table and "By the files" not in table
     assert "Gap dabench-dev − generated-v1 (one file): +10.0 points" in table
+
+
+def test_a_vote_with_no_majority_keeps_the_first_answered_sample(tmp_path: Path) -> None:
+    """`eval --samples 3` decodes sample 0 greedily (eval.greedy_first): with three different answers no cluster
+    is larger, so the vote keeps sample 0's (r1: 1, 2, 3 → 1, which passed → right); a sample with no answer is
+    no vote, so the first answered sample leads a tie (r2: none, 2, 3 → 2, which passed → right); two agreeing
+    sampled answers outvote the greedy one (r3: 1, 2, 2 → 2, which failed → wrong)."""
+    run = tmp_path / "run"
+    answers = {"r1": ["@x[1]", "@x[2]", "@x[3]"], "r2": [None, "@x[2]", "@x[3]"], "r3": ["@x[1]", "@x[2]", "@x[2]"]}
+    passed = {"r1": [True, False, False], "r2": [False, True, False], "r3": [True, False, False]}
+    _sampled_run(run, answers, passed)
+    s = summary_from_run_dir(run, benchmark="b")
+    assert [q["voted"] for q in s["questions"]] == [True, True, False]
+
+
+def _sampled_run(run: Path, answers: dict[str, list[str | None]], passed: dict[str, list[bool]]) -> None:
+    """A finished 3-sample eval run directory: each question's samples with their final answers and grades; sample
+    i took 10 × (i + 1) seconds."""
+    tasks = []
+    for q, ans in answers.items():
+        (run / "trajectories" / q).mkdir(parents=True)
+        for i, a in enumerate(ans):
+            rec = {"id": f"{q}-{i}", "task_id": q, "model": "m", "status": "answered" if a else "max_turns",
+                   "final_answer": a}
+            (run / "trajectories" / q / f"{i}.json").write_text(json.dumps(rec))
+        tasks.append({"task_id": q, "level": "medium", "samples": [
+            {"sample_index": i, "passed": p, "time_s": 10.0 * (i + 1), "path": f"trajectories/{q}/{i}.json"}
+            for i, p in enumerate(passed[q])]})
+    (run / "results.json").write_text(json.dumps({"samples": 3, "tasks": tasks, "overall": {
+        "n_tasks": 3, "accuracy_by_question": 1 / 3, "accuracy_by_sub_question": 1 / 3, "proportional_accuracy": 1 / 3}}))
