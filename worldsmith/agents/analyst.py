@@ -6,6 +6,7 @@ from a named template in worldsmith/prompts/ (the ids below), so a trajectory ca
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import re
@@ -708,9 +709,6 @@ def nan_result(stdout: str) -> bool:
     return _NAN_VALUE.search(last.strip()) is not None
 
 
-#: a scipy.stats call and its arguments (one level of nested parentheses)
-_SCIPY_CALL = re.compile(r"""\bstats\.(\w+)\(([^()]*(?:\([^()]*\)[^()]*)*)\)""")
-_COLUMN_ARG = re.compile(r"""^(\w+)\[\s*(['"])([^'"]+)\2\s*\](?:\.values|\.to_numpy\(\))?$""")
 #: scipy functions whose samples pair row by row: a blank in either column drops the row from both
 _PAIRED = frozenset({"pearsonr", "spearmanr", "kendalltau", "linregress", "pointbiserialr", "ttest_rel", "wilcoxon"})
 
@@ -738,36 +736,38 @@ class ScipyCall:
         return f"stats.{self.function}({', '.join(samples) or 'a.dropna(), b.dropna()'})"
 
 
-def _top_level_args(text: str) -> list[str]:
-    """A call's argument text split at the commas outside brackets and quotes; keyword arguments left out."""
-    args, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text + ","):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append(text[start:i].strip())
-            start = i + 1
-    return [a for a in args if a and not re.match(r"\w+\s*=(?!=)", a)]
+def _column(arg: ast.expr) -> tuple[str, str] | None:
+    """(frame, column) for an argument `df['a']`, `df['a'].values` or `df['a'].to_numpy()`; else None."""
+    if isinstance(arg, ast.Call) and not arg.args and not arg.keywords and isinstance(arg.func, ast.Attribute) \
+            and arg.func.attr == "to_numpy":
+        arg = arg.func.value
+    elif isinstance(arg, ast.Attribute) and arg.attr == "values":
+        arg = arg.value
+    if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and isinstance(arg.slice, ast.Constant) \
+            and isinstance(arg.slice.value, str):
+        return arg.value.id, arg.slice.value
+    return None
 
 
 def scipy_calls(code: str) -> list[ScipyCall]:
-    """The cell's `stats.<function>(…)` calls. scipy's functions propagate a blank (NaN) where pandas' `.corr()` and
-    `.mean()` skip it, so a column with blanks gives a nan statistic and a nan p-value."""
+    """The cell's `stats.<function>(…)` calls, in the order they appear (keyword arguments are not samples). scipy's
+    functions propagate a blank (NaN) where pandas' `.corr()` and `.mean()` skip it, so a column with blanks gives
+    a nan statistic and a nan p-value."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
     found = []
-    for m in _SCIPY_CALL.finditer(code):
-        args = tuple(_top_level_args(m.group(2)))
-        cols = [c.groups() for a in args if (c := _COLUMN_ARG.match(a))]
-        frames = {f for f, _, _ in cols}
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and isinstance(n.func.value, ast.Name) and n.func.value.id == "stats"]
+    for node in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
+        args = tuple(ast.unparse(a) for a in node.args)
+        cols = [c for a in node.args if (c := _column(a))]
+        frames = {f for f, _ in cols}
         if cols and len(cols) == len(args) and len(frames) == 1:
-            found.append(ScipyCall(m.group(1), args, frames.pop(), tuple(dict.fromkeys(c for _, _, c in cols))))
+            found.append(ScipyCall(node.func.attr, args, frames.pop(), tuple(dict.fromkeys(c for _, c in cols))))
         else:
-            found.append(ScipyCall(m.group(1), args))
+            found.append(ScipyCall(node.func.attr, args))
     return found
 
 

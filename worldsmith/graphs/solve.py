@@ -36,7 +36,8 @@ class TaskSolver:
         self.greedy_first = greedy_first
 
     def temperature_for(self, sample_index: int) -> float | None:
-        """The decoding temperature of one sample (None: the provider's greedy default)."""
+        """The decoding temperature of one sample (None: the endpoint's own temperature, what a one-sample eval
+        decodes with — greedy on the default configuration)."""
         if sample_index == 0 and self.greedy_first:
             return None
         return self.temperature if sample_index or self.temperature else None
