@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from worldsmith.core.runs import RunDir
+from worldsmith.core.schemas import AnswerSpec, Difficulty, Provenance, Task, Trajectory, WorkspaceRef
 from worldsmith.training.bench_summary import (
     combine,
     load_summary,
+    stopped_report,
     summary_from_run_dir,
     wilson_interval,
 )
+from worldsmith.training.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -190,3 +194,63 @@ def _sampled_run(run: Path, answers: dict[str, list[str | None]], passed: dict[s
             for i, p in enumerate(passed[q])]})
     (run / "results.json").write_text(json.dumps({"samples": 3, "tasks": tasks, "overall": {
         "n_tasks": 3, "accuracy_by_question": 1 / 3, "accuracy_by_sub_question": 1 / 3, "proportional_accuracy": 1 / 3}}))
+
+
+class Killed(BaseException):
+    """Stands for the eval process being killed mid-run."""
+
+
+async def test_a_stopped_run_counts_only_the_questions_whose_samples_are_all_graded(tmp_path: Path) -> None:
+    """A real eval run (3 samples, expected answer 1) killed while solving q2's second sample: only q0 and q1
+    count. By hand: q0 answers 1, 2, 1 → passed T, F, T; the vote (1, samples 0 and 2) is right. q1 answers 2, 2,
+    1 → F, F, T; the vote (2) is wrong. Pass@1 (2 + 1) / 3 over 2 questions = 1.0 right; first sample 1; any 2."""
+    folder = tmp_path / "set"
+    (folder / "data").mkdir(parents=True)
+    tasks = [Task(id=f"q{i}", kind="closed_form", instruction=f"question {i}", category="stats",
+                  difficulty=Difficulty(level="easy"), provenance=Provenance(source="manual"),
+                  answers=[AnswerSpec(name="x", value="1")], workspace=WorkspaceRef(root="data")) for i in range(3)]
+    (folder / "tasks.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in tasks))
+    script = {"q0": ["@x[1]", "@x[2]", "@x[1]"], "q1": ["@x[2]", "@x[2]", "@x[1]"], "q2": ["@x[1]"]}
+
+    async def solve(task: Task, sample: int) -> Trajectory:
+        if sample >= len(script[task.id]):
+            raise Killed()
+        return Trajectory(id=f"{task.id}-{sample}", task_id=task.id, model="fake", status="answered",
+                          final_answer=script[task.id][sample])
+
+    run = RunDir.create("eval", tmp_path / "runs", name="eval")
+    run.event("eval_request", tasks=str(folder), n_tasks=3, samples=3)
+    with pytest.raises(Killed):
+        await evaluate(tasks, solve, samples=3, run_dir=run)
+    assert not (run.path / "results.json").exists()
+    s = load_summary(run.path)
+    assert s["partial"] == {"complete": 2, "in_run": 3}
+    assert [q["task_id"] for q in s["questions"]] == ["q0", "q1"] and s["n_questions"] == 2
+    assert s["n_correct"] == pytest.approx(1.0)
+    assert [q["voted"] for q in s["questions"]] == [True, False] and s["n_voted_correct"] == 1
+    assert s["n_first_correct"] == 1 and s["n_any_correct"] == 2
+    table = _compare().main([str(run.path)])
+    row = next(line for line in table.splitlines() if line.startswith("| set"))
+    assert row.split("|")[4].strip() == "2 (run stopped)"
+    # read against another copy of the task set (the folder moved): the same figures
+    moved = tmp_path / "moved"
+    folder.rename(moved)
+    with pytest.raises(FileNotFoundError, match="--tasks"):
+        load_summary(run.path)
+    assert load_summary(run.path, tasks=moved)["n_correct"] == pytest.approx(1.0)
+
+
+def test_a_directory_that_is_no_eval_run_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "run" / "trajectories").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="no eval_request event"):
+        stopped_report(tmp_path / "run")
+    # an eval run killed before its first grade has measured nothing yet
+    folder = tmp_path / "set"
+    (folder / "data").mkdir(parents=True)
+    task = Task(id="q0", kind="closed_form", instruction="q", provenance=Provenance(source="manual"),
+                answers=[AnswerSpec(name="x", value="1")], workspace=WorkspaceRef(root="data"))
+    (folder / "tasks.jsonl").write_text(task.model_dump_json() + "\n")
+    (tmp_path / "run" / "events.jsonl").write_text(json.dumps({"event": "eval_request", "tasks": str(folder),
+                                                                "n_tasks": 1, "samples": 2}) + "\n")
+    with pytest.raises(ValueError, match="no question has all 2 sample"):
+        stopped_report(tmp_path / "run")

@@ -83,3 +83,11 @@ def test_con_select_needs_a_strict_majority() -> None:
     assert select(split, "con-select") == []
     assert select(split, "random-select") == []
     assert [t.id for t in select(split[:3], "con-select")] == ["t0", "t1"]
+
+
+def test_empty_tag_values_agree_and_clustering_ends() -> None:
+    # three samples all saying "no outliers" (DABench dabench-473): a value-less tag used to agree with nothing,
+    # not even itself, and the clustering loop never ended
+    r = consistent(["@outliers[]", "The outliers are [].\n@outliers[]", "@outliers[] @n[0]", "@outliers[3]"])
+    assert r.majority_indices == [0, 1] and r.clusters == [[0, 1], [2], [3]]
+    assert consistent(["@outliers[]", "@outliers[1]"]).clusters == [[0], [1]]

@@ -63,16 +63,8 @@ def _trajectories(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 def _benchmark_name(run_dir: Path) -> str:
     """The tasks folder's name from the run's eval_request event (e.g. 'dabench-dev')."""
-    events = run_dir / "events.jsonl"
-    if events.is_file():
-        for line in events.read_text(encoding="utf-8").splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if e.get("event") == "eval_request" and e.get("tasks"):
-                return Path(e["tasks"]).name
-    return run_dir.name
+    request = _eval_request(run_dir)
+    return Path(request["tasks"]).name if request and request.get("tasks") else run_dir.name
 
 
 def voted_correct(records: Mapping[str, dict[str, Any]], samples: Sequence[dict[str, Any]]) -> bool:
@@ -90,13 +82,47 @@ def voted_correct(records: Mapping[str, dict[str, Any]], samples: Sequence[dict[
     return bool(samples[chosen]["passed"]) if samples else False
 
 
-def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, **meta: Any) -> dict[str, Any]:
-    """The summary of a finished eval run directory (results.json and trajectories/)."""
+def _eval_request(run_dir: Path) -> dict[str, Any] | None:
+    """The run's last eval_request event (the tasks folder, its size and the samples asked for)."""
+    from worldsmith.core.store import read_jsonl
+
+    requests = [e for e in read_jsonl(run_dir / "events.jsonl") if e.get("event") == "eval_request"]
+    return requests[-1] if requests else None
+
+
+def stopped_report(run_dir: str | Path, tasks: str | Path | None = None) -> dict[str, Any]:
+    """The report of an eval run that stopped before its end (killed, or still running), over the questions whose
+    every sample is graded, as results.json would give it, plus "partial": {"complete", "in_run"}. `tasks`: the
+    task set (default: the folder its eval_request event names)."""
+    from worldsmith.app.eval import load_tasks
+    from worldsmith.training.evaluate import completed_task_results
+    from worldsmith.training.metrics import build_report
+
+    run_dir = Path(run_dir)
+    request = _eval_request(run_dir)
+    if request is None:
+        raise FileNotFoundError(f"{run_dir}: no results.json and no eval_request event — not an eval run directory")
+    folder = Path(tasks or request["tasks"])
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{run_dir}: its task set {folder} is not here; a stopped run is read against its "
+                                "tasks (pass the folder, e.g. compare.py --tasks DIR)")
+    samples = int(request.get("samples") or 1)
+    results = completed_task_results(load_tasks(folder), run_dir, samples)
+    if not results:
+        raise ValueError(f"{run_dir}: no question has all {samples} sample(s) graded yet")
+    report = build_report(results, samples=samples, run_dir=str(run_dir)).model_dump(mode="json")
+    return report | {"partial": {"complete": len(results), "in_run": int(request.get("n_tasks") or len(results))}}
+
+
+def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, tasks: str | Path | None = None,
+                         **meta: Any) -> dict[str, Any]:
+    """The summary of an eval run directory (results.json and trajectories/); of a stopped one, over its complete
+    questions (:func:`stopped_report`, with "partial" set). With several samples a question is also scored by
+    its first sample (greedy under eval.greedy_first), by the vote, and by any sample (pass@k)."""
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{run_dir}: no results.json — not a finished eval run directory")
-    report = json.loads(path.read_text(encoding="utf-8"))
+    report = (json.loads(path.read_text(encoding="utf-8")) if path.is_file()
+              else stopped_report(run_dir, tasks))
     records = _trajectories(run_dir)
     questions = []
     several = report["samples"] > 1
@@ -105,7 +131,8 @@ def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, *
         questions.append({"task_id": t["task_id"], "level": t.get("level"),
                           "correct": sum(s["passed"] for s in samples) / max(len(samples), 1),
                           "time_s": round(statistics.fmean(s.get("time_s", 0.0) for s in samples), 3) if samples else 0.0,
-                          **({"voted": voted_correct(records, samples)} if several else {})})
+                          **({"voted": voted_correct(records, samples), "first": bool(samples[0]["passed"]),
+                              "any": any(s["passed"] for s in samples)} if several else {})})
     o = report["overall"]
     times = [s.get("time_s", 0.0) for t in report["tasks"] for s in t["samples"]]
     by_level: dict[str, dict[str, float]] = {}
@@ -113,16 +140,34 @@ def summary_from_run_dir(run_dir: str | Path, *, benchmark: str | None = None, *
         lv = by_level.setdefault(q["level"] or "(unknown)", {"n": 0, "correct": 0.0})
         lv["n"] += 1
         lv["correct"] += q["correct"]
-    return {"benchmark": benchmark or _benchmark_name(run_dir), **meta, "samples": report["samples"],
+    return {"benchmark": benchmark or _benchmark_name(run_dir), **_run_meta(run_dir), **meta,
+            "samples": report["samples"],
             "n_questions": o["n_tasks"], "n_correct": round(sum(q["correct"] for q in questions), 6),
             "accuracy": o["accuracy_by_question"], "accuracy_by_sub_question": o["accuracy_by_sub_question"],
             "proportional_accuracy": o["proportional_accuracy"], "n_empty": o.get("n_empty", 0),
             "n_errors": o.get("n_errors", 0), "median_s": statistics.median(times) if times else None,
             "guards": guard_counts(records.values()), "by_level": dict(sorted(by_level.items())),
             **({"n_voted_correct": sum(q["voted"] for q in questions),
-                "voted_accuracy": sum(q["voted"] for q in questions) / max(len(questions), 1)} if several else {}),
+                "voted_accuracy": sum(q["voted"] for q in questions) / max(len(questions), 1),
+                "n_first_correct": sum(q["first"] for q in questions),
+                "n_any_correct": sum(q["any"] for q in questions)} if several else {}),
+            **({"partial": report["partial"]} if report.get("partial") else {}),
             "question_s": _question_seconds(report),
             "questions": questions, "run_dir": str(run_dir)}
+
+
+def _run_meta(run_dir: Path) -> dict[str, Any]:
+    """The model and turn limit a run directory's config.json records (what the benchmark scripts pass as meta)."""
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return {}
+    try:
+        from worldsmith.core.config import Settings
+
+        settings = Settings.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except ValueError:
+        return {}
+    return {"model": settings.llm.for_role("agent").model, "max_turns": settings.analyst.max_turns}
 
 
 def _question_seconds(report: dict[str, Any]) -> float | None:
@@ -140,11 +185,12 @@ def write_summary(path: str | Path, summary: dict[str, Any]) -> Path:
     return atomic_write_text(path, json.dumps(summary, indent=1) + "\n")
 
 
-def load_summary(path: str | Path) -> dict[str, Any]:
-    """A summary JSON file, or an eval run directory summarised on the fly."""
+def load_summary(path: str | Path, tasks: str | Path | None = None) -> dict[str, Any]:
+    """A summary JSON file, or an eval run directory summarised on the fly (a stopped one over its complete
+    questions, read against `tasks` or the task set it names)."""
     path = Path(path)
     if path.is_dir():
-        return summary_from_run_dir(path)
+        return summary_from_run_dir(path, tasks=tasks)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: neither a summary JSON file nor an eval run directory")
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -174,7 +220,8 @@ def combine(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "n_questions": sorted({s["n_questions"] for s in summaries}), "k": k, "n": n, "accuracy": k / n,
             "ci95": (lo, hi), "min": min(accs), "max": max(accs),
             "median_s": statistics.median(times) if times else None,
-            "guards": dict(sorted(guards.items())) if recorded else None}
+            "guards": dict(sorted(guards.items())) if recorded else None,
+            "partial": any(s.get("partial") for s in summaries)}
 
 
 # --------------------------------------------------------------------------------------------- strata
@@ -225,7 +272,7 @@ def _row(c: dict[str, Any]) -> str:
     spread = f"{_pct(c['min'])}–{_pct(c['max'])}" if c["runs"] > 1 else "—"
     guards = "—" if c["guards"] is None else ", ".join(f"{k} {v}" for k, v in c["guards"].items()) or "0"
     med = f"{c['median_s']:.1f}" if c["median_s"] is not None else "—"
-    nq = "/".join(map(str, c["n_questions"]))
+    nq = "/".join(map(str, c["n_questions"])) + (" (run stopped)" if c.get("partial") else "")
     samples = "/".join(map(str, c["samples"]))
     return (f"| {c['benchmark']} | {c['runs']} | {samples} | {nq} | {_pct(c['accuracy'])} "
             f"| {_pct(c['ci95'][0])}–{_pct(c['ci95'][1])} | {spread} | {med} | {guards} |")
@@ -260,6 +307,9 @@ def compare_table(groups: Sequence[Sequence[dict[str, Any]]], strata: Mapping[st
 
 def print_summary(s: dict[str, Any]) -> None:
     lo, hi = wilson_interval(s["n_correct"], s["n_questions"])
+    if s.get("partial"):
+        print(f"run stopped: {s['partial']['complete']} of its {s['partial']['in_run']} questions have every "
+              "sample graded; the figures below are over those")
     print(f"workload: {s['n_questions']} {s['benchmark']} questions × {s['samples']} sample(s), "
           f"model {s.get('model', '?')}, {s.get('max_turns', '?')} turns max, threads {s.get('threads') or 'all'}")
     print(f"accuracy by question {_pct(s['accuracy'])} (95% Wilson {_pct(lo)}–{_pct(hi)}), "
@@ -271,6 +321,9 @@ def print_summary(s: dict[str, Any]) -> None:
         lo, hi = wilson_interval(s["n_voted_correct"], s["n_questions"])
         print(f"self-consistency over the {s['samples']} samples (the largest cluster of agreeing answers): "
               f"{s['n_voted_correct']}/{s['n_questions']} = {_pct(s['voted_accuracy'])} (95% Wilson {_pct(lo)}–{_pct(hi)})")
+        if s.get("n_first_correct") is not None:
+            print(f"first sample alone: {s['n_first_correct']}/{s['n_questions']}; any of the {s['samples']} "
+                  f"(pass@{s['samples']}): {s['n_any_correct']}/{s['n_questions']}")
     if s.get("median_s") is not None:
         print(f"time per sample: median {s['median_s']:.1f} s"
               + (f"; per question (all samples): median {s['question_s']:.1f} s" if s.get("question_s") else ""))

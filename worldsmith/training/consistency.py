@@ -3,7 +3,8 @@
 Two answers agree when
 - both are numbers (after '%', ',' and currency handling) within `rel_tol` of each other (3% by default),
 - or both are texts equal after normalisation (case, spaces, quotes, trailing period),
-- or both are multi-answer `@name[value]` sets with the same names, every value agreeing as above.
+- or both are multi-answer `@name[value]` sets with the same names, every value agreeing as above (two empty
+  values, `@outliers[]` in both, agree: both answers say "none").
 A string containing `@name[value]` tags is read as such a set. Empty answers agree with nothing.
 
 Agreement with a tolerance is not transitive, so clusters are built around a centre: the answer that agrees
@@ -85,7 +86,7 @@ def _agree(a: Any, b: Any, rel_tol: float) -> bool:
     if isinstance(a, dict) or isinstance(b, dict):
         if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b):
             return False
-        return all(_scalar_agree(a[k], b[k], rel_tol) for k in a)
+        return all((a[k] is None and b[k] is None) or _scalar_agree(a[k], b[k], rel_tol) for k in a)
     return _scalar_agree(a, b, rel_tol)
 
 
@@ -100,7 +101,8 @@ def consistent(answers: Sequence[Answer], rel_tol: float = 0.03) -> ConsistencyR
     while left:
         # centre = the remaining answer agreeing with the most remaining answers; ties go to the earliest
         centre = max(sorted(left), key=lambda i: sum(1 for j in agree[i] if j in left))
-        members = sorted(j for j in agree[centre] if j in left)
+        # the centre always joins its own cluster, so every round removes at least one answer
+        members = sorted({centre} | {j for j in agree[centre] if j in left})
         clusters.append(members)
         centres.append(centre)
         left -= set(members)

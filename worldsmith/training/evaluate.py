@@ -86,13 +86,13 @@ def primary_grade(traj: Trajectory) -> Grade | None:
     return None
 
 
-def _sample_result(task: Task, traj: Trajectory, grade: Grade, path: Path, run_dir: RunDir,
+def _sample_result(task: Task, traj: Trajectory, grade: Grade, path: Path, root: Path,
                    resumed: bool) -> SampleResult:
     correct, total = _sub_correct(task, grade)
     empty = traj.status == "error" or is_empty_response(traj.final_answer)
     return SampleResult(sample_index=traj.sample_index, status=traj.status, passed=grade.passed, score=grade.score,
                         sub_correct=correct, sub_total=total, error=traj.error, empty=empty, resumed=resumed,
-                        path=path.relative_to(run_dir.path).as_posix(), time_s=traj.time_s,
+                        path=path.relative_to(root).as_posix(), time_s=traj.time_s,
                         guards=tally_guards(traj.guards), resampled=sum(1 for c in traj.calls if c.dropped))
 
 
@@ -140,7 +140,7 @@ async def _run_pair(task: Task, sample: int, solve: SolveFn, run_dir: RunDir, *,
                           score=grade.score)
     run_dir.event("eval_sample", task_id=task.id, sample=sample, status=traj.status, passed=grade.passed,
                   score=round(grade.score, 4), error=traj.error)
-    return _sample_result(task, traj, grade, path, run_dir, resumed=False)
+    return _sample_result(task, traj, grade, path, run_dir.path, resumed=False)
 
 
 async def _resume_pair(task: Task, sample: int, run_dir: RunDir, strict: bool | None,
@@ -154,7 +154,30 @@ async def _resume_pair(task: Task, sample: int, run_dir: RunDir, strict: bool | 
         write_model(path, traj)
         run_dir.ledger.record(pair_key(task, sample), outputs=[path], status=traj.status, passed=grade.passed,
                               score=grade.score)
-    return _sample_result(task, traj, grade, path, run_dir, resumed=True)
+    return _sample_result(task, traj, grade, path, run_dir.path, resumed=True)
+
+
+def completed_task_results(tasks: Sequence[Task], root: Path, samples: int) -> list[TaskResult]:
+    """The questions of an eval run directory `root` (finished or stopped) whose every sample has a graded
+    trajectory, in the set's order, counted as the report counts them: what a stopped run has measured. Nothing
+    is solved or graded here; a sample saved before its grade is left out with its question."""
+    out = []
+    for task in tasks:
+        found = []
+        for sample in range(samples):
+            path = root / "trajectories" / task.id / f"{sample}.json"
+            try:
+                traj = read_model(path, Trajectory)
+            except ArtifactError:  # not written yet, or half-written when the run was killed
+                break
+            grade = primary_grade(traj)
+            if grade is None:
+                break
+            found.append(_sample_result(task, traj, grade, path, root, resumed=True))
+        if len(found) == samples:
+            out.append(TaskResult(task_id=task.id, kind=task.kind, category=task.category,
+                                  level=task.difficulty.level, samples=found))
+    return out
 
 
 def workspace_key(task: Task) -> tuple[str, ...]:
