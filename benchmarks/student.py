@@ -71,6 +71,11 @@ class PipelineConfig:
     rl_generations: int = 4
     rl_prompts: int = 2
     """Distinct train tasks per RL step."""
+    rl_turns: int | None = None
+    """Turns per RL rollout; None: max_turns (the eval's). On CPU a step is mostly prompt processing and decoding
+    of G rollouts × turns, so a short rollout buys steps."""
+    rl_tokens: int | None = None
+    """Tokens per assistant turn in RL rollouts; None: max_tokens."""
     rl_expert_max_tokens: int | None = None
     """Longest expert for the RL run's SFT term (longer ones are dropped, not cut); None: sft_max_tokens."""
     eval_teacher: bool = False
@@ -223,7 +228,8 @@ class Pipeline:
         req = RLRequest(tasks=[train], data=self.expert_data(), model=str(self.root / "sft" / "checkpoint"),
                         out=self.fresh("rl"), max_steps=self.cfg.rl_steps, prompts_per_step=self.cfg.rl_prompts,
                         num_generations=self.cfg.rl_generations,
-                        max_turns=self.cfg.max_turns, max_new_tokens=self.cfg.max_tokens, lora=self.cfg.lora,
+                        max_turns=self.cfg.rl_turns or self.cfg.max_turns,
+                        max_new_tokens=self.cfg.rl_tokens or self.cfg.max_tokens, lora=self.cfg.lora,
                         expert_max_tokens=self.cfg.rl_expert_max_tokens or self.cfg.sft_max_tokens,
                         expert_max_turn_tokens=self.cfg.sft_max_turn_tokens,
                         seed=self.cfg.seed)
@@ -332,6 +338,23 @@ def write_text(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _rl_line(s: dict[str, Any]) -> list[str]:
+    """The SFT+RL stage in one sentence (none when the run had no RL)."""
+    rl, c = s.get("rl"), s["config"]
+    if not rl:
+        return []
+
+    def num(key: str) -> str:
+        return "—" if rl.get(key) is None else f"{rl[key]:.4g}"
+
+    return ["", f"SFT+RL from the SFT checkpoint: {rl['steps']} step(s) of {c['rl_prompts']} prompts × "
+                f"{c['rl_generations']} rollouts (≤ {c.get('rl_turns') or c['max_turns']} turns × "
+                f"{c.get('rl_tokens') or c['max_tokens']} tokens), {rl.get('tasks')} train tasks "
+                f"({rl.get('with_expert')} with an expert for the SFT term); last step: reward {num('final_reward')}, "
+                f"γ {num('final_gamma')}, SFT loss {num('final_sft_loss')}, RL loss {num('final_rl_loss')}, void-turn "
+                f"rate {num('void_rate')}."]
+
+
 def render_report(s: dict[str, Any]) -> str:
     train, held, teacher, sft = s["split"]["train"], s["split"]["heldout"], s["teacher"], s["sft"]
     lines = [f"# Measured student: {s['config']['student']}", "",
@@ -341,7 +364,7 @@ def render_report(s: dict[str, Any]) -> str:
                f"Teacher ({teacher['agent'].get('model')}) on the train tasks: pass@1 {teacher['pass_at_1']:.1%}; ")
               + "".join(f"sampled pass: pass@1 {t['pass_at_1']:.1%}; " for t in s.get("teacher_sampled") or [])
               + f"SFT on {sft['data_train']} examples ({sft['data_rejected']} rejected), {sft['steps']} steps, "
-              f"final loss {sft['final_loss']:.4f}."), "",
+              f"final loss {sft['final_loss']:.4f}."), *_rl_line(s), "",
              "| model | eval set | tasks | pass@1 | grammar-valid turns | void turns | turns | errors |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, e in s["eval"].items():
@@ -374,6 +397,9 @@ def main() -> None:
     ap.add_argument("--no-export", action="store_true", help="evaluate checkpoints with the hf provider instead")
     ap.add_argument("--rl-steps", type=int, default=0, help="SFT+RL steps after SFT (0: none)")
     ap.add_argument("--rl-prompts", type=int, default=2, help="distinct train tasks per RL step")
+    ap.add_argument("--rl-generations", type=int, default=4, help="rollouts per prompt (the group size G)")
+    ap.add_argument("--rl-turns", type=int, default=None, help="turns per RL rollout (default: --max-turns)")
+    ap.add_argument("--rl-tokens", type=int, default=None, help="tokens per turn in RL rollouts (default: --max-tokens)")
     ap.add_argument("--eval-teacher", action="store_true", help="also evaluate the teacher (reference row)")
     ap.add_argument("--teacher-passes", type=int, default=1,
                     help="teacher passes over the train tasks (the first greedy, the rest sampled at 0.7)")
@@ -385,6 +411,7 @@ def main() -> None:
                          tasks_per_world=a.tasks_per_world, dabench=a.dabench, limit=a.limit, max_turns=a.max_turns,
                          max_tokens=a.max_tokens, lora=a.lora, sft_steps=a.sft_steps, epochs=a.epochs, lr=a.lr,
                          export=not a.no_export, rl_steps=a.rl_steps, rl_prompts=a.rl_prompts,
+                         rl_generations=a.rl_generations, rl_turns=a.rl_turns, rl_tokens=a.rl_tokens,
                          eval_teacher=a.eval_teacher, teacher_passes=a.teacher_passes, seed=a.seed)
     summary = Pipeline(cfg).run()
     print(render_report(summary))

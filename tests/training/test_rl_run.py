@@ -65,6 +65,8 @@ def test_three_step_sft_rl_run(tmp_path: Path, sales_csv: Path) -> None:
         assert all(key in h for h in history), key
     assert any("sft/loss" in h for h in history)  # the expert's prompt came up (2 prompts a step, 1 with an expert)
     assert summary["rollout_sandbox_s"] > 0
+    # each step says where its rollout time went: the generator's turns take some, the cells run in sessions
+    assert all(h["rollout/generation_s"] > 0 and h["rollout/sandbox_s"] > 0 for h in history)
     assert (run.path / "curves.png").stat().st_size > 1000
     assert "| step | reward | γ |" in (run.path / "report.md").read_text()
     assert (Path(summary["checkpoint"]) / "config.json").exists()

@@ -34,7 +34,7 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
                              train_worlds=("customer_pricing:11",), heldout_worlds=("customer_pricing:101",),
                              rows=500, tasks_per_world=2, dabench=bench, limit=2, max_turns=2, max_tokens=64,
                              sft_steps=2, sft_max_tokens=8192, sft_max_turn_tokens=0,  # 0: oracles' long cells too
-                             rl_steps=1, rl_prompts=1, rl_generations=2,
+                             rl_steps=1, rl_prompts=1, rl_generations=2, rl_turns=1, rl_tokens=16,
                              rl_expert_max_tokens=100_000)  # the byte-level tiny tokenizer: an oracle is ~10k tokens
         logs: list[str] = []
         summary = Pipeline(cfg, log=logs.append).run()
@@ -59,6 +59,8 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
     assert summary["export"]["export-sft"]["skipped"]  # tiny has no base GGUF
 
     assert summary["rl"]["steps"] == 1 and (run / "rl/checkpoint/config.json").is_file()
+    rl_request = json.loads((run / "rl/config.json").read_text())["request"]  # RL's own rollout budget, not eval's
+    assert (rl_request["max_turns"], rl_request["max_new_tokens"], rl_request["num_generations"]) == (1, 16, 2)
     assert set(summary["eval"]) == {f"{m}-{s}" for m in ("base", "sft", "rl") for s in ("heldout", "dabench")}
     for key, e in summary["eval"].items():
         assert e["n_tasks"] == 2, key
@@ -70,7 +72,8 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
     assert set(summary["stage_seconds"]) == stages
 
     report = (run / "report.md").read_text()
-    for needle in ("pass@1", "grammar-valid turns", "void turns", "customer_pricing", "| sft | dabench | 2 |"):
+    for needle in ("pass@1", "grammar-valid turns", "void turns", "customer_pricing", "| sft | dabench | 2 |",
+                   "SFT+RL from the SFT checkpoint: 1 step(s) of 1 prompts × 2 rollouts (≤ 1 turns × 16 tokens)"):
         assert needle in report
     assert json.loads((run / "summary.json").read_text())["eval"] == summary["eval"]
 

@@ -151,6 +151,7 @@ class SandboxEnvironment:
         self.sandbox = sandbox or SandboxConfig()
         self.generator = generator
         self.timings = RolloutTimings()  # cumulative, for benchmarks and logs
+        self.last_timings = RolloutTimings()  # the last batch's, logged with its step
         self._loop: _LoopThread | None = None
         self._pool: SandboxPool | None = None
 
@@ -167,7 +168,12 @@ class SandboxEnvironment:
         rollouts = self.run(prompts, inputs, generate, int(trainer.args.max_completion_length), names, setups)
         for name, value in (("rollout/turns", sum(r.turns for r in rollouts) / len(rollouts)),
                             ("rollout/cells", sum(r.cells for r in rollouts) / len(rollouts)),
-                            ("rollout/unsupported", sum(r.unsupported is not None for r in rollouts) / len(rollouts))):
+                            ("rollout/unsupported", sum(r.unsupported is not None for r in rollouts) / len(rollouts)),
+                            # where the step's rollout time went (seconds): generation, sandbox cells summed over
+                            # sessions (they overlap generation), and generation idle waiting for a cell
+                            ("rollout/generation_s", self.last_timings.generation_s),
+                            ("rollout/sandbox_s", self.last_timings.sandbox_s),
+                            ("rollout/sandbox_wait_s", self.last_timings.sandbox_wait_s)):
             trainer._metrics["train" if trainer.model.training else "eval"][name].append(value)
         return rollout_output(rollouts)
 
