@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from worldsmith.app.eval import load_tasks
+from worldsmith.training.evaluate import load_tasks
 
 
 def test_a_folder_that_holds_no_tasks_is_named_with_the_forms_it_could_take(tmp_path: Path) -> None:

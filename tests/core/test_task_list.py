@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from worldsmith.app.eval import load_tasks
+from worldsmith.training.evaluate import load_tasks
 from worldsmith.core.schemas import AnswerSpec, Provenance, Task
 from worldsmith.core.store import ArtifactError
 from worldsmith.core.taskpkg import read_task_list, workspace_ref

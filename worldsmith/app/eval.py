@@ -13,37 +13,6 @@ from worldsmith.graphs.runtime import GraphRuntime
 Progress = Callable[[int, int], None]
 
 
-def load_tasks(path: Path, *, limit: int | None = None, ids: list[str] | None = None, split: str | None = None) -> list:
-    """Tasks from a collection (index.jsonl), a frozen task list (tasks.jsonl), one task package (task.json) or a
-    DABench-format folder."""
-    from worldsmith.core.taskpkg import (
-        TASK_LIST,
-        TaskCollection,
-        read_task_list,
-        read_task_package,
-    )
-    from worldsmith.training.dabench import load_dabench
-
-    if (path / "questions.jsonl").is_file():
-        tasks = load_dabench(path, ids=ids, limit=limit)
-    elif (path / TASK_LIST).is_file():
-        tasks = [t for t in read_task_list(path) if not ids or t.id in set(ids)]
-        tasks = tasks[:limit] if limit else tasks
-    elif (path / "index.jsonl").is_file():
-        tasks = TaskCollection(path).tasks(split)
-        if ids:
-            tasks = [t for t in tasks if t.id in set(ids)]
-        tasks = tasks[:limit] if limit else tasks
-    elif (path / "task.json").is_file():
-        tasks = [read_task_package(path)]
-    else:
-        raise FileNotFoundError(f"{path}: not a task collection (index.jsonl), a task list (tasks.jsonl), a task "
-                                "package (task.json) or a DABench-format folder (questions.jsonl)")
-    if not tasks:
-        raise ValueError(f"{path}: no tasks selected")
-    return tasks
-
-
 async def evaluate_path(rt: GraphRuntime, path: Path, *, samples: int | None = None, limit: int | None = None,
                         ids: list[str] | None = None, split: str | None = None, run_path: Path | None = None,
                         progress: Progress | None = None, retry_errors: bool | None = None) -> dict[str, Any]:
@@ -56,7 +25,7 @@ async def evaluate_path(rt: GraphRuntime, path: Path, *, samples: int | None = N
     from worldsmith.core.runs import RunDir, batch_status
     from worldsmith.graphs.solve import TaskSolver
     from worldsmith.llm.errors import LLMFatalError
-    from worldsmith.training.evaluate import evaluate
+    from worldsmith.training.evaluate import evaluate, load_tasks
 
     settings = rt.settings
     samples = samples or settings.eval.samples

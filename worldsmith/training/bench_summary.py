@@ -94,8 +94,7 @@ def stopped_report(run_dir: str | Path, tasks: str | Path | None = None) -> dict
     """The report of an eval run that stopped before its end (killed, or still running), over the questions whose
     every sample is graded, as results.json would give it, plus "partial": {"complete", "in_run"}. `tasks`: the
     task set (default: the folder its eval_request event names)."""
-    from worldsmith.app.eval import load_tasks
-    from worldsmith.training.evaluate import completed_task_results
+    from worldsmith.training.evaluate import completed_task_results, load_tasks
     from worldsmith.training.metrics import build_report
 
     run_dir = Path(run_dir)

@@ -157,6 +157,37 @@ async def _resume_pair(task: Task, sample: int, run_dir: RunDir, strict: bool | 
     return _sample_result(task, traj, grade, path, run_dir.path, resumed=True)
 
 
+def load_tasks(path: Path, *, limit: int | None = None, ids: list[str] | None = None, split: str | None = None) -> list[Task]:
+    """Tasks from a collection (index.jsonl), a frozen task list (tasks.jsonl), one task package (task.json) or a
+    DABench-format folder."""
+    from worldsmith.core.taskpkg import (
+        TASK_LIST,
+        TaskCollection,
+        read_task_list,
+        read_task_package,
+    )
+    from worldsmith.training.dabench import load_dabench
+
+    if (path / "questions.jsonl").is_file():
+        tasks = load_dabench(path, ids=ids, limit=limit)
+    elif (path / TASK_LIST).is_file():
+        tasks = [t for t in read_task_list(path) if not ids or t.id in set(ids)]
+        tasks = tasks[:limit] if limit else tasks
+    elif (path / "index.jsonl").is_file():
+        tasks = TaskCollection(path).tasks(split)
+        if ids:
+            tasks = [t for t in tasks if t.id in set(ids)]
+        tasks = tasks[:limit] if limit else tasks
+    elif (path / "task.json").is_file():
+        tasks = [read_task_package(path)]
+    else:
+        raise FileNotFoundError(f"{path}: not a task collection (index.jsonl), a task list (tasks.jsonl), a task "
+                                "package (task.json) or a DABench-format folder (questions.jsonl)")
+    if not tasks:
+        raise ValueError(f"{path}: no tasks selected")
+    return tasks
+
+
 def completed_task_results(tasks: Sequence[Task], root: Path, samples: int) -> list[TaskResult]:
     """The questions of an eval run directory `root` (finished or stopped) whose every sample has a graded
     trajectory, in the set's order, counted as the report counts them: what a stopped run has measured. Nothing
