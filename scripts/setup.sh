@@ -34,6 +34,22 @@ if [ ! -x .venv/bin/python ]; then
 fi
 extras="models"
 [ "$DEV" = 1 ] && extras="models,dev,train"
+# llama-cpp-python compiles for this CPU (-march=native) but without AMX tile instructions: some VMs advertise
+# AMX in cpuinfo and then kill the process with SIGILL at the first tile instruction (seen on this project's
+# machines: `worldsmith llm ping` died in ggml_backend_amx_mul_mat). Built from source with --no-cache-dir so
+# a wheel cached from a build with other flags is never reused. CMAKE_ARGS/CFLAGS set by the user win.
+LLAMA_VERSION="$(sed -n 's/.*"llama-cpp-python==\([^"]*\)".*/\1/p' pyproject.toml | head -n1)"
+llama_stamp=".venv/.llama-cpp-python-$LLAMA_VERSION-noamx"
+if [ -n "$LLAMA_VERSION" ] && [ ! -f "$llama_stamp" ]; then
+  echo "setup: compiling llama-cpp-python==$LLAMA_VERSION for this CPU, AMX off (~5-10 min on 2 cores)"
+  .venv/bin/python -m pip install -q --upgrade pip
+  noamx=""
+  [ "$(uname -m)" = x86_64 ] && noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  CFLAGS="${CFLAGS:-$noamx}" CXXFLAGS="${CXXFLAGS:-$noamx}" CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON}" \
+    .venv/bin/python -m pip install -q --no-cache-dir --force-reinstall --no-deps --no-binary llama-cpp-python \
+    "llama-cpp-python==$LLAMA_VERSION"
+  touch "$llama_stamp"
+fi
 stamp=".venv/.worldsmith-installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing worldsmith[$extras] into .venv (llama-cpp-python compiles once, ~5 min on 2 cores)"
