@@ -8,7 +8,17 @@ from pathlib import Path
 import pytest
 
 from worldsmith.core.runs import RunDir
-from worldsmith.core.schemas import AnswerSpec, Criterion, Difficulty, Provenance, Rubric, Task, Trajectory
+from worldsmith.core.schemas import (
+    AnswerSpec,
+    Criterion,
+    Difficulty,
+    Provenance,
+    Rubric,
+    Task,
+    Trajectory,
+    WorkspaceFile,
+    WorkspaceRef,
+)
 from worldsmith.core.store import read_model
 from worldsmith.training.evaluate import evaluate, render_report_md
 from worldsmith.training.metrics import EvalReport, pass_at_k
@@ -294,3 +304,51 @@ async def test_questions_on_one_workspace_are_solved_one_after_another(tmp_path:
     report = await evaluate(tasks, solver, samples=2, run_dir=_run(tmp_path))
     assert solver.calls == [("A", 0), ("A", 1), ("C", 0), ("C", 1), ("B", 0), ("B", 1), ("D", 0), ("D", 1)]
     assert [r.task_id for r in report.tasks] == ["A", "B", "C", "D"]
+
+
+def _with_files(task: Task, root: str, sha: str) -> Task:
+    ws = WorkspaceRef(files=[WorkspaceFile(path="data/t.csv", sha256=sha, size=10)], root=root)
+    return task.model_copy(update={"workspace": ws})
+
+
+async def test_a_moved_task_folder_resumes_but_changed_data_is_solved_again(tmp_path: Path) -> None:
+    # task lists resolve workspace.root to an absolute path: the same frozen set read from another checkout
+    # (another absolute root, same file hashes) must find its finished pairs
+    run = _run(tmp_path)
+    await evaluate([_with_files(TASKS[0], "/checkout-a/worlds/w1", "aa")], FakeSolver(), samples=2, run_dir=run)
+    moved = FakeSolver()
+    report = await evaluate([_with_files(TASKS[0], "/elsewhere/b/worlds/w1", "aa")], moved, samples=2,
+                            run_dir=RunDir.open(run.path))
+    assert moved.calls == [] and report.n_resumed == 2
+    edited = FakeSolver()  # same place, other bytes in the file: not the task that was solved
+    await evaluate([_with_files(TASKS[0], "/elsewhere/b/worlds/w1", "bb")], edited, samples=2,
+                   run_dir=RunDir.open(run.path))
+    assert edited.calls == [("A", 0), ("A", 1)]
+
+
+async def test_a_workspace_without_files_still_keys_on_its_root(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    here = TASKS[1].model_copy(update={"workspace": WorkspaceRef(root="/data/one")})
+    await evaluate([here], FakeSolver(), samples=1, run_dir=run)
+    other = FakeSolver()
+    await evaluate([here.model_copy(update={"workspace": WorkspaceRef(root="/data/two")})], other, samples=1,
+                   run_dir=RunDir.open(run.path))
+    assert other.calls == [("B", 0)]
+
+
+async def test_a_run_recorded_with_the_old_key_still_resumes(tmp_path: Path) -> None:
+    # runs before the root left the fingerprint keyed on the whole task, root included; a ledger written that
+    # way (key computed here by hand, as the old code did) counts as done from the same place
+    from worldsmith.core.store import sha256_json
+
+    task = _with_files(TASKS[1], "/checkout-a/worlds/w1", "aa")
+    run = _run(tmp_path)
+    await evaluate([task], FakeSolver(), samples=1, run_dir=run)
+    ledger = run.path / "steps.jsonl"
+    rec = json.loads(ledger.read_text().splitlines()[0])
+    old = sha256_json(task.model_dump(mode="json", exclude={"split", "difficulty", "metadata"}))[:12]
+    rec["key"] = f"eval:B:0:{old}"
+    ledger.write_text(json.dumps(rec) + "\n")
+    again = FakeSolver()
+    await evaluate([task], again, samples=1, run_dir=RunDir.open(run.path))
+    assert again.calls == []

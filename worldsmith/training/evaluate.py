@@ -56,7 +56,19 @@ def _fault_summary(before: dict[str, Any] | None, usage: UsageFn | None) -> dict
 
 
 def pair_key(task: Task, sample: int) -> str:
-    """Ledger key: a changed task (instruction, answers, rubric, data) is never mistaken for a finished one."""
+    """Ledger key: a changed task (instruction, answers, rubric, data) is never mistaken for a finished one.
+
+    The data enter through the workspace's file hashes, not through where the files lie: loading a task list, a
+    collection or a package resolves `workspace.root` to an absolute path, so a run resumed from another checkout
+    or a moved task folder would otherwise find nothing done. A workspace without a file list keeps its root."""
+    dump = task.model_dump(mode="json", exclude={"split", "difficulty", "metadata"})
+    if task.workspace.files:
+        dump["workspace"].pop("root", None)
+    return f"eval:{task.id}:{sample}:{sha256_json(dump)[:12]}"
+
+
+def _legacy_pair_key(task: Task, sample: int) -> str:
+    """The key before the root left the fingerprint (runs up to 2026-12-06): read on resume, never written."""
     fingerprint = sha256_json(task.model_dump(mode="json", exclude={"split", "difficulty", "metadata"}))[:12]
     return f"eval:{task.id}:{sample}:{fingerprint}"
 
@@ -231,8 +243,8 @@ def solve_order(tasks: Sequence[Task], samples: int) -> list[tuple[Task, int]]:
 
 
 def _is_done(run_dir: RunDir, task: Task, sample: int, retry_errors: bool) -> bool:
-    key = pair_key(task, sample)
-    if not run_dir.ledger.done(key):
+    key = next((k for k in (pair_key(task, sample), _legacy_pair_key(task, sample)) if run_dir.ledger.done(k)), None)
+    if key is None:
         return False
     rec = run_dir.ledger.get(key) or {}
     return not (retry_errors and rec.get("status") == "error")
