@@ -55,22 +55,25 @@ def _fault_summary(before: dict[str, Any] | None, usage: UsageFn | None) -> dict
     return fault_summary(before, usage())
 
 
+def _task_fingerprint(task: Task, *, with_root: bool) -> str:
+    dump = task.model_dump(mode="json", exclude={"split", "difficulty", "metadata"})
+    if not with_root:
+        dump["workspace"].pop("root", None)
+    return sha256_json(dump)[:12]
+
+
 def pair_key(task: Task, sample: int) -> str:
     """Ledger key: a changed task (instruction, answers, rubric, data) is never mistaken for a finished one.
 
     The data enter through the workspace's file hashes, not through where the files lie: loading a task list, a
     collection or a package resolves `workspace.root` to an absolute path, so a run resumed from another checkout
     or a moved task folder would otherwise find nothing done. A workspace without a file list keeps its root."""
-    dump = task.model_dump(mode="json", exclude={"split", "difficulty", "metadata"})
-    if task.workspace.files:
-        dump["workspace"].pop("root", None)
-    return f"eval:{task.id}:{sample}:{sha256_json(dump)[:12]}"
+    return f"eval:{task.id}:{sample}:{_task_fingerprint(task, with_root=not task.workspace.files)}"
 
 
 def _legacy_pair_key(task: Task, sample: int) -> str:
     """The key before the root left the fingerprint (runs up to 2026-12-06): read on resume, never written."""
-    fingerprint = sha256_json(task.model_dump(mode="json", exclude={"split", "difficulty", "metadata"}))[:12]
-    return f"eval:{task.id}:{sample}:{fingerprint}"
+    return f"eval:{task.id}:{sample}:{_task_fingerprint(task, with_root=True)}"
 
 
 def trajectory_path(run_dir: RunDir, task_id: str, sample: int) -> Path:
@@ -169,7 +172,8 @@ async def _resume_pair(task: Task, sample: int, run_dir: RunDir, strict: bool | 
     return _sample_result(task, traj, grade, path, run_dir.path, resumed=True)
 
 
-def load_tasks(path: Path, *, limit: int | None = None, ids: list[str] | None = None, split: str | None = None) -> list[Task]:
+def load_tasks(path: Path, *, limit: int | None = None, ids: list[str] | None = None,
+               split: str | None = None) -> list[Task]:
     """Tasks from a collection (index.jsonl), a frozen task list (tasks.jsonl), one task package (task.json) or a
     DABench-format folder."""
     from worldsmith.core.taskpkg import (
