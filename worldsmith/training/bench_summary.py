@@ -209,7 +209,8 @@ def combine(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     k = sum(s["n_correct"] for s in summaries)
     n = sum(s["n_questions"] for s in summaries)
     accs = [s["n_correct"] / s["n_questions"] for s in summaries]
-    times = [q["time_s"] for s in summaries for q in s.get("questions", [])]
+    # a question record's time_s is the mean over its samples; what the question cost is that times the samples
+    times = [q["time_s"] * s["samples"] for s in summaries for q in s.get("questions", [])]
     guards: Counter[str] = Counter()
     for s in summaries:
         guards.update(s.get("guards") or {})
@@ -297,6 +298,9 @@ def compare_table(groups: Sequence[Sequence[dict[str, Any]]], strata: Mapping[st
         a, b = combined[0], combined[1]
         gap = 100 * (a["accuracy"] - b["accuracy"])
         lines += ["", f"Gap {a['benchmark']} − {b['benchmark']}: {gap:+.1f} points (pooled accuracies)."]
+    if any(n > 1 for c in combined for n in c["samples"]):
+        lines += ["", "With several samples a question, accuracy is pass@1 (the mean over its samples) and the time "
+                      "is all its samples'; the vote and pass@k: `compare.py RUN_DIR --detail`."]
     if parts:
         lines += ["", "By the files a question's answer needs:", "", header, lines[1]] + [_row(c) for c in parts]
         lines += [""] + [f"Gap {combined[0]['benchmark']} − {c['benchmark']}: "
