@@ -13,6 +13,7 @@ from worldsmith.core.runs import RunDir
 from worldsmith.core.schemas import AnswerSpec, Difficulty, Provenance, Task, Trajectory, WorkspaceRef
 from worldsmith.training.bench_summary import (
     combine,
+    compare_table,
     load_summary,
     stopped_report,
     summary_from_run_dir,
@@ -121,6 +122,7 @@ def test_several_samples_are_also_scored_by_self_consistency(tmp_path: Path) -> 
     assert s["n_correct"] == pytest.approx(1.0)  # pass@1: 2/3 + 1/3 + 0
     assert s["question_s"] == 60.0 and s["median_s"] == 20.0  # 10 + 20 + 30 per question; per sample 20
     assert combine([s])["median_s"] == 60.0  # the compare table's s/question is what a question cost, all samples
+    assert "accuracy is pass@1" in compare_table([[s]])  # the table says what its accuracy column then is
 
 
 def _task(task_id: str, measure_files: list[str], other: dict[str, list[str]] | None = None) -> str:
