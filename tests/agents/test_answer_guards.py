@@ -575,3 +575,52 @@ def test_a_write_into_the_read_only_inputs_says_where_to_write() -> None:
         assert "`data/metrics" in note and "read-only" in note and "(e.g. `metrics`)" in note
     other = OSError(2, "No such file or directory", "data/x.csv")
     assert pandas_notes("open('data/x.csv')", ExecError(type="FileNotFoundError", message=str(other))) == ""
+
+
+def test_a_cell_that_never_reached_the_inputs_is_told_their_load_calls(tmp_path, monkeypatch) -> None:
+    """Qwen2.5-Coder-0.5B read the few-shot example's `people.csv` (and `sales.csv`) for several turns, and began
+    with `df[...]` before loading anything: the bare errors said nothing of the task's files. The errors are Python's
+    own, from running the cells; the suggested load, run, reads the real file."""
+    import pandas as pd
+
+    from worldsmith.agents.analyst import observation_notes
+    from worldsmith.tools.sandbox.base import ExecError, ExecResult
+
+    monkeypatch.chdir(tmp_path)
+    pd.DataFrame({"SibSp": [1, 0], "Parch": [2, 0], "Fare": [7.25, 71.28]}).to_csv("test_ave.csv", index=False)
+    facts = DataFacts(columns=("SibSp", "Parch", "Fare"), loads={"test_ave.csv": 'pd.read_csv("test_ave.csv")'})
+
+    def ran(code: str, scope: dict | None = None) -> ExecResult:
+        scope = {"pd": pd} if scope is None else scope
+        try:
+            exec(code, scope)  # noqa: S102 - the test's own cells
+        except Exception as exc:  # noqa: BLE001
+            return ExecResult(ok=False, stdout="", error=ExecError(type=type(exc).__name__, message=str(exc)))
+        return ExecResult(ok=True, stdout="")
+
+    wrong = 'df = pd.read_csv("people.csv")\nprint(df["Fare"].mean())'
+    note = observation_notes(ran(wrong), facts, wrong)
+    assert "no file `people.csv`" in note
+    cell = note[note.index("```python\n") + 10:note.rindex("\n```")]
+    assert cell == 'df = pd.read_csv("test_ave.csv")\nprint(df["Fare"].mean())'
+    assert ran(cell).ok
+    nested = 'df = pd.read_csv("people.csv", usecols=list(range(2)))'  # a read it cannot rewrite: the load call
+    note = observation_notes(ran(nested), facts, nested)
+    assert 'load calls exactly: pd.read_csv("test_ave.csv").]' in note and "```" not in note
+    first = 'df["FamilySize"] = df["SibSp"] + df["Parch"]'
+    note = observation_notes(ran(first), facts, first)
+    cell = note[note.index("```python\n") + 10:note.rindex("\n```")]
+    assert cell.splitlines()[0] == 'df = pd.read_csv("test_ave.csv")'
+    scope = {"pd": pd}  # the whole cell again, loaded first: it runs and makes the column the first cell meant
+    assert ran(cell, scope).ok and scope["df"]["FamilySize"].tolist() == [3, 0]
+    two = DataFacts(loads={"a.csv": 'pd.read_csv("a.csv")', "b.csv": 'pd.read_csv("b.csv")'})
+    note = observation_notes(ran(first), two, first)  # which file `df` was meant to be is not known: both loads
+    assert 'pd.read_csv("a.csv"); pd.read_csv("b.csv")' in note and "```" not in note
+    long_cell = first + "\n" + "# ...\n" * 400
+    assert 'first: df = pd.read_csv("test_ave.csv").]' in observation_notes(ran(long_cell), facts, long_cell)
+    # an input read through another folder is the wrong-reader note's; an unknown module is not a frame to load
+    other = 'df = pd.read_csv("data/test_ave.csv")'
+    assert "no file" not in observation_notes(ran(other), facts, other)
+    module = "print(stats.pearsonr([1, 2, 3], [2, 4, 7]))"
+    assert "does not exist yet" not in observation_notes(ran(module), facts, module)
+    assert observation_notes(ran(wrong), DataFacts(), wrong) == ""  # no load call known: nothing to suggest

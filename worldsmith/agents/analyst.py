@@ -624,6 +624,45 @@ def missing_file(error: Any) -> str | None:
     return m.group(2) if m else None
 
 
+#: the longest cell a note gives back whole, with its fix (characters)
+_ECHO_MAX = 1500
+#: the name a NameError reports: "name 'df' is not defined"
+_UNDEFINED_NAME = re.compile(r"name '(\w+)' is not defined")
+#: what a cell does with a DataFrame: look a column up, or call a frame's method or attribute
+_FRAME_USE = (r"\b{name}\s*\[|\b{name}\.(?:loc|iloc|columns|dtypes|shape|head|tail|describe|info|groupby|"
+              r"dropna|fillna|corr|mean|median|sum|count|value_counts|sort_values|merge|query|apply|plot|to_)")
+
+
+def unloaded_input(code: str, error: Any, loads: dict[str, str]) -> str:
+    """The note for a cell that never reached the task's files: a FileNotFoundError for a file that is not an input
+    by any name (`people.csv`, the few-shot example's file, which Qwen2.5-Coder-0.5B read in 4 of its first 12
+    DABench questions, several turns each), or a NameError for a DataFrame no cell has made yet (`df[...]` in a
+    first cell). Both name the inputs' exact load calls; '' otherwise, and when the profile knows no load call."""
+    calls = list(dict.fromkeys(loads.values()))
+    if error is None or not calls:
+        return ""
+    path = missing_file(error)
+    if path is not None and PurePosixPath(path).name not in {PurePosixPath(k).name for k in loads}:
+        # one input: the cell again with its read of the missing file made the input's load (told only which
+        # file to read, the 0.5B model ran the same cell four more times)
+        read = re.compile(r"\b(?:pd|pandas)\.read_\w+\(\s*[rf]?(['\"])" + re.escape(path) + r"\1[^()]*\)")
+        if len(calls) == 1 and len(code) <= _ECHO_MAX and read.search(code):
+            return "\n" + feedback("no such file, one file", path=path, load=calls[0],
+                                     lines=read.sub(lambda _: calls[0], code.strip()))
+        return "\n" + feedback("no such file", path=path, loads="; ".join(calls))
+    m = _UNDEFINED_NAME.search(error.message or "") if error.type == "NameError" else None
+    if m and re.search(_FRAME_USE.format(name=re.escape(m.group(1))), code):
+        name = m.group(1)
+        if len(calls) > 1 or len(code) > _ECHO_MAX:
+            return "\n" + feedback("not loaded", name=name, loads="; ".join(
+                calls if len(calls) > 1 else [f"{name} = {calls[0]}"]))
+        # the whole cell again, the load put first: told only to load, the 0.5B model replaced its first line
+        # with the load and lost the column that line made
+        lines = f"{name} = {calls[0]}\n{code.strip()}"
+        return "\n" + feedback("not loaded, one file", name=name, lines=lines)
+    return ""
+
+
 def frame_columns_note(result: Any) -> str:
     """After a KeyError on a DataFrame: a line with that DataFrame's columns (the sandbox reports them), so a merge's
     `name_x` / `name_y` or a column dropped earlier is in plain sight; '' otherwise."""
@@ -683,6 +722,8 @@ def observation_notes(result: Any, facts: DataFacts, code: str) -> str:
         text += "\n" + feedback("value not held", values="; ".join(unheld))
     if error and (wrong := wrong_readers(code, facts.loads, missing_file(error))):
         text += "\n" + feedback("wrong reader", loads="; ".join(wrong))
+    elif error:
+        text += unloaded_input(code, error, facts.loads)
     if error and echoed_output(code):
         text += "\n" + feedback("echoed output")
     if cut := refiltered(code):
