@@ -90,7 +90,14 @@ def test_turn_and_token_limits(env, sales_csv: Path) -> None:  # noqa: ANN001
     many = _scripted(tok, [[CODE_TURN] * 10])
     [r] = e.run([_prompt("A: loop")], [[sales_csv]], many, 4096)
     assert r.turns == 4 and r.cells == 3 and r.answer is None  # no cell after the last turn
-    assert [m["role"] for m in r.messages] == ["assistant", "interpreter"] * 3 + ["assistant"]
+    # before the last turn, the nudge inference sends (graphs/analyst.act), a user turn of its own after the output
+    assert [m["role"] for m in r.messages] == ["assistant", "interpreter"] * 3 + ["user", "assistant"]
+    assert r.messages[6]["content"].startswith("This is your last turn. Give your final <answer> now")
+    assert sum("last turn" in m["content"] for m in r.messages) == 1
+    full = tok.decode(r.prompt_ids + r.completion_ids)
+    assert full == tok.apply_chat_template(_prompt("A: loop") + [
+        {"role": "user" if m["role"] == "interpreter" else m["role"], "content": m["content"]} for m in r.messages],
+        tokenize=False).rstrip("\n")
     short = _scripted(tok, [[CODE_TURN] * 10])
     [r] = e.run([_prompt("A: loop")], [[sales_csv]], short, 40)
     assert len(r.completion_ids) == 40 and r.truncated and r.cells == 0

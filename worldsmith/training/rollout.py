@@ -2,7 +2,8 @@
 
 One rollout is the analyst's loop (the same texts as inference: `agents.analyst`): the model writes a turn; a `<code>`
 turn runs in the rollout's sandbox and its output comes back as an interpreter message; a void turn gets the void
-feedback; an `<answer>` turn ends it; at most `max_turns` turns and `max_completion_length` completion tokens.
+feedback; an `<answer>` turn ends it; the last turn is told it is the last; at most `max_turns` turns and
+`max_completion_length` completion tokens.
 
 Tokens: the completion is the model's sampled tokens (env mask 1) interleaved with what the chat template puts
 between turns — end of turn, the interpreter/feedback message, the next assistant header (env mask 0: these never
@@ -29,8 +30,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from worldsmith.agents import setup_guard
-from worldsmith.agents.analyst import (PRELUDE, empty_merge, observation_text, repeat_nudge, same_output,
-                                       void_feedback)
+from worldsmith.agents.analyst import (PRELUDE, empty_merge, last_turn_nudge, observation_text, repeat_nudge,
+                                       same_output, void_feedback)
 from worldsmith.agents.answer_guards import Cell, example_copy, no_evidence, profile_facts
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
@@ -123,12 +124,12 @@ class ChatFrame:
     def prompt_ids(self, prompt: Sequence[dict[str, str]]) -> list[int]:
         return self.tok.encode(self.tok.render(to_chat_roles(list(prompt)), add_generation_prompt=True))
 
-    def between_turns(self, message: str) -> list[int]:
-        """Tokens from the end of an assistant turn's content to the start of the next one's, with `message` as the
-        user turn between (an interpreter message or feedback)."""
+    def between_turns(self, *messages: str) -> list[int]:
+        """Tokens from the end of an assistant turn's content to the start of the next one's, with `messages` as the
+        user turns between (an interpreter message or feedback, and on the last turn the last-turn nudge)."""
         head = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _SENTINEL}]
         before = self.tok.render(head, add_generation_prompt=False)
-        after = self.tok.render(head + [{"role": "user", "content": message}], add_generation_prompt=True)
+        after = self.tok.render(head + [{"role": "user", "content": m} for m in messages], add_generation_prompt=True)
         if not after.startswith(before) or _SENTINEL not in before:
             raise ValueError("the chat template does not render conversations prefix-stably (an assistant turn "
                              "renders differently once a user turn follows it); rollouts cannot splice turns")
@@ -268,8 +269,13 @@ class SandboxEnvironment:
     def _continue(self, r: Rollout, message: str, budget: int, ready: list[int], i: int,
                   feedback: bool = False) -> None:
         """Splice the in-between tokens (end of turn, `message`, next assistant header) and queue the next turn; when
-        no turn or token is left for a reply, the message is not added (a rollout never ends on an unread message)."""
-        ids = self.frame.between_turns(message)
+        no turn or token is left for a reply, the message is not added (a rollout never ends on an unread message).
+        Before the last turn the last-turn nudge follows as a user turn of its own, as inference sends it
+        (graphs/analyst.act): without it every rollout that had not answered by then ended malformed, so a
+        group's rewards were equal and it trained no RL term (SmolLM2-135M's SFT+RL run, 2026-12-05)."""
+        last = 0 < r.turns == self.config.max_turns - 1
+        said = [message, last_turn_nudge()] if last else [message]
+        ids = self.frame.between_turns(*said)
         if self.frame.ended(r.completion_ids) and ids and ids[0] in self.frame.eos_ids:
             ids = ids[1:]  # the model closed its turn itself
         room = budget - len(r.completion_ids)
@@ -277,6 +283,7 @@ class SandboxEnvironment:
             r.truncated = r.truncated or len(ids) >= room
             return
         r.messages.append({"role": "user" if feedback else "interpreter", "content": message})
+        r.messages += [{"role": "user", "content": m} for m in said[1:]]
         r.completion_ids += ids
         r.env_mask += [0] * len(ids)
         ready.append(i)
