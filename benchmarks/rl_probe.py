@@ -39,16 +39,14 @@ def main() -> None:
 
     from worldsmith.app.train_rl import RLRequest, rl_from_paths
 
-    # student.py's worlds stage also writes a held-out set (it refuses a split that shares a world); the probe
-    # does not use it
-    p = Pipeline(PipelineConfig(out=a.out, student=a.student, train_worlds=tuple(a.worlds),
-                                heldout_worlds=("energy_iot:103",), teacher=None, lora=not a.full))
+    p = Pipeline(PipelineConfig(out=a.out, student=a.student, train_worlds=tuple(a.worlds), heldout_worlds=(),
+                                teacher=None, lora=not a.full))
     p.stage("worlds", p.worlds)
     train = a.out / "tasks" / "train"
     req = RLRequest(tasks=[train], data=[train], model=a.student, out=p.fresh("rl"), max_steps=a.steps,
                     prompts_per_step=a.prompts, num_generations=a.generations, max_turns=a.turns,
                     max_new_tokens=a.tokens, lora=not a.full, lr=a.lr, expert_max_tokens=a.expert_max_tokens,
-                    expert_max_turn_tokens=512)
+                    expert_max_turn_tokens=p.cfg.max_tokens)  # an expert's turn fits the eval's turn budget
     summary = rl_from_paths(p.settings(TEACHER), req)
     print(json.dumps(summary, indent=1, default=str))
 

@@ -635,9 +635,10 @@ _FRAME_USE = (r"\b{name}\s*\[|\b{name}\.(?:loc|iloc|columns|dtypes|shape|head|ta
 
 def unloaded_input(code: str, error: Any, loads: dict[str, str]) -> str:
     """The note for a cell that never reached the task's files: a FileNotFoundError for a file that is not an input
-    by any name (`people.csv`, the few-shot example's file, which Qwen2.5-Coder-0.5B read in 4 of its first 12
-    DABench questions, several turns each), or a NameError for a DataFrame no cell has made yet (`df[...]` in a
-    first cell). Both name the inputs' exact load calls; '' otherwise, and when the profile knows no load call."""
+    by any name (`people.csv` mostly, the few-shot example's file: Qwen2.5-Coder-0.5B read a file that does not
+    exist in 8 of its first 12 DABench questions, several turns each), or a NameError for a DataFrame no cell has
+    made yet (`df[...]` in a first cell). Both name the inputs' exact load calls; '' otherwise, and when the
+    profile knows no load call."""
     calls = list(dict.fromkeys(loads.values()))
     if error is None or not calls:
         return ""
@@ -653,13 +654,12 @@ def unloaded_input(code: str, error: Any, loads: dict[str, str]) -> str:
     m = _UNDEFINED_NAME.search(error.message or "") if error.type == "NameError" else None
     if m and re.search(_FRAME_USE.format(name=re.escape(m.group(1))), code):
         name = m.group(1)
-        if len(calls) > 1 or len(code) > _ECHO_MAX:
-            return "\n" + feedback("not loaded", name=name, loads="; ".join(
-                calls if len(calls) > 1 else [f"{name} = {calls[0]}"]))
-        # the whole cell again, the load put first: told only to load, the 0.5B model replaced its first line
-        # with the load and lost the column that line made
-        lines = f"{name} = {calls[0]}\n{code.strip()}"
-        return "\n" + feedback("not loaded, one file", name=name, lines=lines)
+        if len(calls) == 1 and len(code) <= _ECHO_MAX:
+            # the whole cell again, the load put first: told only to load, the 0.5B model replaced its first line
+            # with the load and lost the column that line made
+            return "\n" + feedback("not loaded, one file", name=name, lines=f"{name} = {calls[0]}\n{code.strip()}")
+        loads = f"{name} = {calls[0]}" if len(calls) == 1 else "; ".join(calls)
+        return "\n" + feedback("not loaded", name=name, loads=loads)
     return ""
 
 
