@@ -4,7 +4,8 @@
         --steps 2 --turns 2 --tokens 256
 
 It asks whether the RL term trains at all for a student (groups with unequal rewards, rollouts without a void turn),
-without the full student pipeline's SFT and evals (benchmarks/student.py). The worlds stage is student.py's (engine
+without the full student pipeline's SFT and evals (benchmarks/student.py); benchmarks/rollout_groups.py estimates
+the same in minutes with llama.cpp before a step is spent. The worlds stage is student.py's (engine
 templates, no LLM); the RL stage is `worldsmith train rl`'s code path (`app.train_rl.rl_from_paths`). Per-step
 metrics go to OUT/rl/events.jsonl as each step ends; history, curves, report and checkpoint at the end.
 """
@@ -33,6 +34,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=2, help="turns per rollout")
     ap.add_argument("--tokens", type=int, default=256, help="tokens per assistant turn")
     ap.add_argument("--lr", type=float, default=1e-5)
+    ap.add_argument("--temperature", type=float, default=1.0, help="rollout sampling temperature")
     ap.add_argument("--full", action="store_true", help="full fine-tuning instead of LoRA")
     ap.add_argument("--expert-max-tokens", type=int, default=4096, help="longest oracle for the SFT term (tokens)")
     a = ap.parse_args()
@@ -45,7 +47,7 @@ def main() -> None:
     train = a.out / "tasks" / "train"
     req = RLRequest(tasks=[train], data=[train], model=a.student, out=p.fresh("rl"), max_steps=a.steps,
                     prompts_per_step=a.prompts, num_generations=a.generations, max_turns=a.turns,
-                    max_new_tokens=a.tokens, lora=not a.full, lr=a.lr, expert_max_tokens=a.expert_max_tokens,
+                    max_new_tokens=a.tokens, lora=not a.full, lr=a.lr, temperature=a.temperature, expert_max_tokens=a.expert_max_tokens,
                     expert_max_turn_tokens=p.cfg.max_tokens)  # an expert's turn fits the eval's turn budget
     summary = rl_from_paths(p.settings(TEACHER), req)
     print(json.dumps(summary, indent=1, default=str))

@@ -71,6 +71,17 @@ def test_three_step_sft_rl_run(tmp_path: Path, sales_csv: Path) -> None:
     assert "| step | reward | γ |" in (run.path / "report.md").read_text()
     assert (Path(summary["checkpoint"]) / "config.json").exists()
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    # rollout progress reaches events.jsonl before each step ends: every step's 4 rollouts (2 prompts × 2) open with
+    # a generation round of 4 turns, each runs the scripted cell once, and both events precede the step's own
+    events = [e for e in run.events() if e["event"] in ("rollout_turns", "rollouts", "step")]
+    for k in (1, 2, 3):
+        of_step = [(i, e) for i, e in enumerate(events) if e.get("step") == k]
+        kinds = [e["event"] for _, e in of_step]
+        assert kinds[0] == "rollout_turns" and kinds.count("rollouts") == 1, kinds
+        assert kinds.index("rollouts") < kinds.index("step")  # (the last step also logs the run's summary)
+        assert of_step[0][1]["generated"] == 4 and of_step[0][1]["tokens"] > 0
+        done = of_step[kinds.index("rollouts")][1]
+        assert done["rollouts"] == 4 and done["cells"] == 4 and done["sandbox_s"] > 0
 
 
 @pytest.mark.parametrize("gspo, expected", [

@@ -85,6 +85,22 @@ def test_void_turn_gets_feedback_and_marks_the_rollout(env, sales_csv: Path) -> 
     assert all(len(c) == len(m) for c, m in zip(out["completion_ids"], out["env_mask"]))
 
 
+def test_each_generation_round_and_the_batch_end_are_reported(env, sales_csv: Path) -> None:  # noqa: ANN001
+    tok, e = env
+    seen: list[tuple[str, dict]] = []
+    e.on_event = lambda kind, **fields: seen.append((kind, fields))
+    # A: a void turn, then an answer; B: code, then an answer; C: an answer at once
+    gen = _scripted(tok, [["no tags here", ANSWER_TURN], [CODE_TURN, ANSWER_TURN], [ANSWER_TURN]])
+    e.run([_prompt("A: q"), _prompt("B: q"), _prompt("C: q")], [[sales_csv]] * 3, gen, 4096)
+    rounds = [f for k, f in seen if k == "rollout_turns"]
+    # round 1: three turns (C answers, A is void); A's retry comes at once, B's reply after its cell: 2 or 1 + 1
+    assert rounds[0]["generated"] == 3 and (rounds[0]["answered"], rounds[0]["void"]) == (1, 1)
+    assert sum(r["generated"] for r in rounds) == 5 and rounds[-1]["answered"] == 3
+    assert [k for k, _ in seen][-1] == "rollouts"
+    done = seen[-1][1]
+    assert (done["rollouts"], done["answered"], done["void"], done["turns"], done["cells"]) == (3, 3, 1, 5, 1)
+
+
 def test_turn_and_token_limits(env, sales_csv: Path) -> None:  # noqa: ANN001
     tok, e = env
     many = _scripted(tok, [[CODE_TURN] * 10])

@@ -2,7 +2,8 @@
 
     summary = train_rl(dataset, model, tokenizer, RLRunConfig(max_steps=20), run, reward_funcs=[datamind_reward])
 
-The run directory (core/runs.RunDir) gets one `step` event per logged step, history.json (TRL's log history),
+The run directory (core/runs.RunDir) gets `rollout_turns` events as each generation round of a step's rollouts
+ends, a `rollouts` event when they are done, one `step` event per logged step, history.json (TRL's log history),
 curves.png (reward, γ, L_SFT / L_RL, entropy, void rate), summary.json, report.md and checkpoint/ (model +
 tokenizer; LoRA adapters are merged first so the checkpoint loads as a plain model).
 """
@@ -94,7 +95,8 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
     from transformers import PrinterCallback, TrainerCallback
 
     env = SandboxEnvironment(tokenizer, RolloutConfig(max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens,
-                                                      pool_size=cfg.pool_size), sandbox, generator)
+                                                      pool_size=cfg.pool_size), sandbox, generator,
+                             on_event=run.event)  # rollout progress in events.jsonl long before a step ends
 
     class _Events(TrainerCallback):  # type: ignore[misc]
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:

@@ -47,6 +47,12 @@ class TurnGenerator(Protocol):
         """For each token context, the new tokens of one assistant turn (ending with EOS or a stop sequence)."""
 
 
+class RolloutEvents(Protocol):
+    def __call__(self, kind: str, /, **fields: Any) -> None:
+        """`rollout_turns` after each generation round of a batch (turns generated, tokens, seconds, tally so far),
+        `rollouts` when the batch is done (turns, cells, seconds, answered, void)."""
+
+
 @dataclass
 class RolloutConfig:
     max_turns: int = 10
@@ -146,11 +152,13 @@ class SandboxEnvironment:
     task's data files, copied or bound into the session); other columns (e.g. `answers`) go on to the rewards."""
 
     def __init__(self, tokenizer: Any, config: RolloutConfig | None = None, sandbox: SandboxConfig | None = None,
-                 generator: TurnGenerator | None = None) -> None:
+                 generator: TurnGenerator | None = None, on_event: RolloutEvents | None = None) -> None:
         self.frame = ChatFrame(tokenizer)
         self.config = config or RolloutConfig()
         self.sandbox = sandbox or SandboxConfig()
         self.generator = generator
+        self.on_event = on_event  # progress inside a batch: a CPU step's rollouts take many minutes
+        self._event_fields: dict[str, Any] = {}  # added to every event (the optimizer step being rolled out)
         self.timings = RolloutTimings()  # cumulative, for benchmarks and logs
         self.last_timings = RolloutTimings()  # the last batch's, logged with its step
         self._loop: _LoopThread | None = None
@@ -166,6 +174,8 @@ class SandboxEnvironment:
         generate = self.generator or trainer_generator(trainer, self.config.max_new_tokens)
         names = [[str(a.get("name")) for a in _decoded(r.get("answers"))] for r in rows]
         setups = [str(r.get("setup") or "") for r in rows]
+        state = getattr(trainer, "state", None)
+        self._event_fields = {"step": int(state.global_step) + 1} if state is not None else {}
         rollouts = self.run(prompts, inputs, generate, int(trainer.args.max_completion_length), names, setups)
         for name, value in (("rollout/turns", sum(r.turns for r in rollouts) / len(rollouts)),
                             ("rollout/cells", sum(r.cells for r in rollouts) / len(rollouts)),
@@ -215,11 +225,14 @@ class SandboxEnvironment:
                 batch, ready = ready, []
                 start = time.perf_counter()
                 outs = generate([rollouts[i].prompt_ids + rollouts[i].completion_ids for i in batch])
-                timings.generation_s += time.perf_counter() - start
+                seconds = time.perf_counter() - start
+                timings.generation_s += seconds
                 for i, new in zip(batch, outs):
                     code = self._take_turn(rollouts[i], list(new), max_completion_tokens, ready, i)
                     if code is not None:
                         pending[i] = loop.submit(self._cell(sessions[i], code, timings, rollouts[i], inputs[i]))
+                self._emit("rollout_turns", generated=len(batch), tokens=sum(len(o) for o in outs),
+                           generation_s=round(seconds, 2), **_tally(rollouts))
         finally:
             for fut in pending.values():
                 fut.cancel()
@@ -233,7 +246,15 @@ class SandboxEnvironment:
                 r.unsupported = f"{found.kind}: {found.detail}" if found else None
         self.timings.add(timings)
         self.last_timings = timings
+        self._emit("rollouts", turns=sum(r.turns for r in rollouts), cells=sum(r.cells for r in rollouts),
+                   unsupported=sum(r.unsupported is not None for r in rollouts),
+                   generation_s=round(timings.generation_s, 2), sandbox_s=round(timings.sandbox_s, 2),
+                   **_tally(rollouts))
         return rollouts
+
+    def _emit(self, kind: str, **fields: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, **self._event_fields, **fields)
 
     def _take_turn(self, r: Rollout, new: list[int], budget: int, ready: list[int], i: int) -> str | None:
         """Append one generated turn; returns the code to run, or None when the rollout continues without a cell
@@ -353,6 +374,12 @@ class SandboxEnvironment:
             self._pool = None
         self._loop.close()
         self._loop = None
+
+
+def _tally(rollouts: Sequence[Rollout]) -> dict[str, int]:
+    """Where a batch of rollouts stands: how many, answered and with a void turn so far."""
+    return {"rollouts": len(rollouts), "answered": sum(r.answer is not None for r in rollouts),
+            "void": sum(r.void for r in rollouts)}
 
 
 def rollout_output(rollouts: Sequence[Rollout]) -> dict[str, Any]:
