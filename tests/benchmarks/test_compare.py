@@ -3,7 +3,6 @@ hand-made result files with hand-computed intervals."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -21,14 +20,11 @@ from worldsmith.training.bench_summary import (
 )
 from worldsmith.training.evaluate import evaluate
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks import script
 
 
 def _compare():
-    spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "benchmarks" / "compare.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script("compare")
 
 
 def test_wilson_interval_by_hand() -> None:

@@ -3,7 +3,6 @@ answers an independent pandas computation reproduces, and a runner that works en
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -15,16 +14,14 @@ import pytest
 from worldsmith.core.store import ArtifactError, sha256_file
 from worldsmith.core.taskpkg import read_task_list
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks import ROOT, script
+
 DATA = ROOT / "benchmarks" / "data" / "generated-v2"
 V1 = ROOT / "benchmarks" / "data" / "generated-v1"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("generated_bench", ROOT / "benchmarks" / "generated_bench.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script("generated_bench")
 
 
 @pytest.fixture(scope="module")

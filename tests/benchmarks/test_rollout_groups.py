@@ -3,22 +3,17 @@ generator's stops and per-turn seeds (on a stand-in for llama_cpp.Llama that pla
 
 from __future__ import annotations
 
-import importlib.util
 import random
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks import script  # noqa: E402
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("rollout_groups", ROOT / "benchmarks" / "rollout_groups.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script("rollout_groups")
 
 
 def test_group_stats_match_the_trainers_filter_and_void_mask() -> None:
