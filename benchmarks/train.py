@@ -3,6 +3,11 @@
 
     python benchmarks/train.py                 # the tiny model (2 layers, hidden 32), a few seconds a step
     python benchmarks/train.py --model smollm2-135m --steps 4   # an embedded model (needs its GGUF; slow on CPU)
+    python benchmarks/train.py --model qwen2.5-coder-0.5b --generation-only --prompt-tokens 2800
+
+`--generation-only` times one rollout turn of `prompts × generations` contexts with `hf_generate`, the group's
+shared prompt prefilled once (its KV cache copied to each rollout) against every row prefilled in full, greedy so
+both produce the same tokens (checked); median of `--steps` repeats.
 
 Each figure is the median over the measured steps (the first step, which warms caches, is left out). RL rollouts
 play one scripted code turn first (so every rollout really runs a cell in its sandbox; a random model never writes
@@ -152,13 +157,53 @@ def bench_rl(model_name: str, steps: int, prompts: int, generations: int, out: P
             "reward s/step": sum(reward_s) / n}
 
 
+def bench_generation(model_name: str, reps: int, prompts: int, generations: int, prompt_tokens: int,
+                     new_tokens: int) -> dict[str, float]:
+    from worldsmith.training.rollout import hf_generate
+
+    model, tok = load(model_name)
+    model.eval()
+    contexts = []
+    for p in range(prompts):  # a table to describe, as long as an analyst prompt with its data profile
+        rows = "".join(f"{i},{(i * 37 + p) % 101},r{i % 7}\n" for i in range(prompt_tokens))
+        msgs = [{"role": "user", "content": f"Describe this table ({p}):\nid,amount,region\n{rows}"}]
+        ids = tok.encode(tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True),
+                         add_special_tokens=False)
+        contexts += [ids[-prompt_tokens:]] * generations
+    res: dict[str, float] = {}
+    turns: dict[bool, list[list[int]]] = {}
+    for share in (False, True):
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            turns[share] = hf_generate(model, tok, contexts, max_new_tokens=new_tokens, temperature=0,
+                                       share_prefixes=share)
+            times.append(time.perf_counter() - t)
+        res[f"turn s ({'shared prefix' if share else 'every row prefilled'})"] = statistics.median(times)
+    res["speed-up"] = res["turn s (every row prefilled)"] / res["turn s (shared prefix)"]
+    res["same tokens (1 = yes)"] = float(turns[False] == turns[True])
+    res["new tokens per row"] = statistics.mean(len(t) for t in turns[True])
+    return res
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="tiny", help="'tiny', an embedded model name or a checkpoint path")
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps per trainer (first one not measured)")
     parser.add_argument("--prompts", type=int, default=2, help="RL: prompts per step")
     parser.add_argument("--generations", type=int, default=4, help="RL: rollouts per prompt")
+    parser.add_argument("--generation-only", action="store_true", help="time one rollout turn's generation only")
+    parser.add_argument("--prompt-tokens", type=int, default=2800, help="--generation-only: tokens per prompt")
+    parser.add_argument("--new-tokens", type=int, default=64, help="--generation-only: tokens per turn")
     args = parser.parse_args()
+    if args.generation_only:
+        res = bench_generation(args.model, args.steps, args.prompts, args.generations, args.prompt_tokens,
+                               args.new_tokens)
+        print(f"model {args.model}; one turn of {args.prompts} prompts x {args.generations} rollouts, "
+              f"{args.prompt_tokens}-token prompts, up to {args.new_tokens} new tokens, median of {args.steps}")
+        for k, v in res.items():
+            print(f"  {k:<40} {v:10.3f}")
+        return
     import os
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
