@@ -141,6 +141,25 @@ def test_gamma_one_is_the_masked_nll_of_the_expert(tiny) -> None:  # noqa: ANN00
     assert loss.item() == pytest.approx(nll / 4, rel=1e-5)  # 4 trained expert tokens in the batch
 
 
+def test_the_sft_term_computes_logits_only_where_a_trained_token_is_predicted(tiny) -> None:  # noqa: ANN001
+    tok, model, tmp = tiny
+    trainer = _trainer(tmp, tok, model, gamma_schedule="constant:1")
+    # row 1 trains tokens 5 and 6 (predicted at 4, 5), row 2 token 2 (predicted at 1): 3 of 7 positions need logits
+    expert = [([5, 6, 7, 8, 9, 10, 11], [0, 0, 0, 0, 0, 1, 1]), ([12, 13, 14, 15], [0, 0, 1, 0])]
+    batch = _batch(tok, [1.0, -1.0], [2, 2], expert)
+    widths = []
+    hook = model.lm_head.register_forward_hook(lambda m, inp, out: widths.append(out.shape[1]))
+    model.train()
+    loss = trainer.sft_loss(model, batch)
+    hook.remove()
+    assert widths == [3]
+    nll = 0.0
+    for ids, mask in expert:
+        logp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].float(), -1)
+        nll -= sum(logp[t - 1, ids[t]].item() for t in range(1, len(ids)) if mask[t])
+    assert loss.item() == pytest.approx(nll / 3, rel=1e-5)
+
+
 def test_sft_term_under_gradient_accumulation_equals_one_batch(tiny) -> None:  # noqa: ANN001
     tok, model, tmp = tiny
     trainer = _trainer(tmp, tok, model, gamma_schedule="constant:1")

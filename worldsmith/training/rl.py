@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from trl import GRPOConfig, GRPOTrainer
 
-from worldsmith.training.rl_loss import equal_reward_groups, masked_nll, pad_right
+from worldsmith.training.rl_loss import equal_reward_groups, pad_right, predicting_positions, target_nll
 from worldsmith.training.schedules import DEFAULT_SCHEDULE, parse_schedule
 
 EXPERT_IDS, EXPERT_MASK, VOID = "expert_input_ids", "expert_completion_mask", "void"
@@ -162,9 +162,10 @@ class SFTRLTrainer(GRPOTrainer):
         rows = mask.sum(dim=1) > 0
         if not bool(rows.any()):  # no expert example here: a zero that still belongs to the graph
             return sum(p.sum() for p in model.parameters() if p.requires_grad) * 0.0  # type: ignore[return-value]
-        logits = model(input_ids=inputs["sft_input_ids"][rows],
-                       attention_mask=inputs["sft_attention_mask"][rows]).logits
-        total = masked_nll(logits, inputs["sft_input_ids"][rows], mask[rows])
+        ids, mask = inputs["sft_input_ids"][rows], mask[rows]
+        keep = predicting_positions(mask)  # logits only where a trained token is predicted
+        logits = model(input_ids=ids, attention_mask=inputs["sft_attention_mask"][rows], logits_to_keep=keep).logits
+        total = target_nll(logits, ids[:, keep + 1], mask[:, keep + 1])
         normalizer = inputs["sft_num_tokens"].clamp(min=1.0) / self.accelerator.num_processes
         if self.model.training:  # the generation batch is split over steps_per_generation micro-batches
             normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation

@@ -15,10 +15,22 @@ def masked_nll(logits: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor
     if logits.shape[:2] != input_ids.shape or input_ids.shape != mask.shape:
         raise ValueError(f"masked_nll: logits {tuple(logits.shape)}, ids {tuple(input_ids.shape)} and mask "
                          f"{tuple(mask.shape)} must agree on (batch, length)")
-    pred = logits[:, :-1, :].float()
-    target = input_ids[:, 1:]
-    nll = F.cross_entropy(pred.reshape(-1, pred.size(-1)), target.reshape(-1), reduction="none")
-    return (nll.view_as(target) * mask[:, 1:].to(nll.dtype)).sum()
+    return target_nll(logits[:, :-1, :], input_ids[:, 1:], mask[:, 1:])
+
+
+def predicting_positions(mask: torch.Tensor) -> torch.Tensor:
+    """The positions whose logits predict a trained token in some row (t − 1 for every masked t), ascending: only
+    these need logits (`logits_to_keep`). An expert trajectory is mostly prompt and interpreter output, so this is
+    a few hundred of its thousands of positions — full logits over a 152k vocabulary were the bulk of the SFT
+    term's memory on CPU."""
+    return mask[:, 1:].any(dim=0).nonzero().flatten()
+
+
+def target_nll(pred_logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Sum of −log p(target) where `mask` is 1; `pred_logits[b, k]` are the logits predicting `targets[b, k]`."""
+    pred = pred_logits.float()
+    nll = F.cross_entropy(pred.reshape(-1, pred.size(-1)), targets.reshape(-1), reduction="none")
+    return (nll.view_as(targets) * mask.to(nll.dtype)).sum()
 
 
 def equal_reward_groups(rewards: torch.Tensor, group_size: int, atol: float = 1e-6) -> torch.Tensor:
