@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=2, help="turns per rollout")
     ap.add_argument("--tokens", type=int, default=256, help="tokens per assistant turn")
     ap.add_argument("--lr", type=float, default=1e-5)
+    ap.add_argument("--grad-accum", type=int, default=1, help="micro-batches a step's rollouts are split into (memory)")
     ap.add_argument("--temperature", type=float, default=1.0, help="rollout sampling temperature")
     ap.add_argument("--full", action="store_true", help="full fine-tuning instead of LoRA")
     ap.add_argument("--expert-max-tokens", type=int, default=4096, help="longest oracle for the SFT term (tokens)")
@@ -47,7 +48,7 @@ def main() -> None:
     train = a.out / "tasks" / "train"
     req = RLRequest(tasks=[train], data=[train], model=a.student, out=p.fresh("rl"), max_steps=a.steps,
                     prompts_per_step=a.prompts, num_generations=a.generations, max_turns=a.turns,
-                    max_new_tokens=a.tokens, lora=not a.full, lr=a.lr, temperature=a.temperature, expert_max_tokens=a.expert_max_tokens,
+                    max_new_tokens=a.tokens, lora=not a.full, lr=a.lr, temperature=a.temperature, grad_accum=a.grad_accum, expert_max_tokens=a.expert_max_tokens,
                     expert_max_turn_tokens=p.cfg.max_tokens)  # an expert's turn fits the eval's turn budget
     summary = rl_from_paths(p.settings(TEACHER), req)
     print(json.dumps(summary, indent=1, default=str))
