@@ -48,7 +48,8 @@ def main() -> None:
     train = a.out / "tasks" / "train"
     req = RLRequest(tasks=[train], data=[train], model=a.student, out=p.fresh("rl"), max_steps=a.steps,
                     prompts_per_step=a.prompts, num_generations=a.generations, max_turns=a.turns,
-                    max_new_tokens=a.tokens, lora=not a.full, lr=a.lr, temperature=a.temperature, grad_accum=a.grad_accum, expert_max_tokens=a.expert_max_tokens,
+                    max_new_tokens=a.tokens, lora=not a.full, lr=a.lr, temperature=a.temperature,
+                    grad_accum=a.grad_accum, expert_max_tokens=a.expert_max_tokens,
                     expert_max_turn_tokens=p.cfg.max_tokens)  # an expert's turn fits the eval's turn budget
     summary = rl_from_paths(p.settings(TEACHER), req)
     print(json.dumps(summary, indent=1, default=str))
