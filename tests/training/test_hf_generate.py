@@ -56,3 +56,18 @@ def test_shared_prefixes_give_each_context_its_own_turns_for_less_prefill() -> N
     assert plain_tokens == 6 * 303 + 7 * 6
     # shared: the 3 prefixes (299, 279, 19; left-padded to 299) once, then 6 rows × the longest rest (4), then decode
     assert sum(shared_seen) == 3 * 299 + 6 * 4 + 7 * 6
+
+
+def test_a_checkpoints_generation_config_does_not_change_the_sampling() -> None:
+    tok = tiny_tokenizer()
+    model = tiny_model(tok, hidden_size=64)
+    model.eval()
+    ctx = [[7] * 40]
+    greedy = hf_generate(model, tok, ctx, max_new_tokens=12, temperature=0)[0]
+    model.generation_config.top_k = 1  # as a checkpoint's generation_config.json may set (Qwen2.5: top_k 20)
+    torch.manual_seed(0)
+    sampled = [hf_generate(model, tok, ctx, max_new_tokens=12, temperature=1.0)[0] for _ in range(3)]
+    # top_k 1 would make every sample the greedy turn; the near-uniform random model samples other tokens
+    assert all(s != greedy for s in sampled)
+    torch.manual_seed(0)
+    assert hf_generate(model, tok, ctx, max_new_tokens=12, temperature=1.0, top_k=1)[0] == greedy

@@ -432,14 +432,21 @@ def trainer_generator(trainer: Any, max_new_tokens: int) -> TurnGenerator:
     def generate(contexts: list[list[int]]) -> list[list[int]]:
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
             return hf_generate(model, trainer.processing_class, contexts, max_new_tokens=max_new_tokens,
-                               temperature=float(args.temperature), top_p=float(args.top_p))
+                               temperature=float(args.temperature), top_p=float(args.top_p),
+                               top_k=int(args.top_k or 0), min_p=args.min_p,
+                               repetition_penalty=float(args.repetition_penalty))
 
     return generate
 
 
 def hf_generate(model: Any, tokenizer: Any, contexts: list[list[int]], *, max_new_tokens: int,
-                temperature: float = 1.0, top_p: float = 1.0, share_prefixes: bool = True) -> list[list[int]]:
+                temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, min_p: float | None = None,
+                repetition_penalty: float = 1.0, share_prefixes: bool = True) -> list[list[int]]:
     """One assistant turn per context with `model.generate`, stopping at EOS or an action stop sequence.
+
+    Every sampling setting is passed, so a checkpoint's own generation_config (Qwen2.5's ships top_k 20, top_p 0.8,
+    repetition penalty 1.1) never changes what the rollouts sample from: the trainer's log-probabilities assume the
+    configured distribution (TRL's defaults: temperature only).
 
     `share_prefixes`: contexts that share a long prefix (a group's G rollouts share their whole prompt) have it
     prefilled once and its KV cache copied to each row (`shared_prefix_plan`); only the rest of each context is
@@ -468,8 +475,8 @@ def hf_generate(model: Any, tokenizer: Any, contexts: list[list[int]], *, max_ne
     with torch.no_grad():
         out = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
                              max_new_tokens=max_new_tokens, do_sample=temperature > 0,
-                             temperature=temperature if temperature > 0 else None, top_p=top_p,
-                             stop_strings=list(ACTION_STOP_SEQUENCES), tokenizer=tokenizer, pad_token_id=pad,
+                             temperature=temperature if temperature > 0 else None, top_p=top_p, top_k=top_k,
+                             min_p=min_p, repetition_penalty=repetition_penalty, stop_strings=list(ACTION_STOP_SEQUENCES), tokenizer=tokenizer, pad_token_id=pad,
                              **({"cache": cache} if cache is not None else {}))
     eos = tokenizer.eos_token_id
     eos_ids = set(eos if isinstance(eos, list) else [eos])
