@@ -93,12 +93,18 @@ def test_each_generation_round_and_the_batch_end_are_reported(env, sales_csv: Pa
     gen = _scripted(tok, [["no tags here", ANSWER_TURN], [CODE_TURN, ANSWER_TURN], [ANSWER_TURN]])
     e.run([_prompt("A: q"), _prompt("B: q"), _prompt("C: q")], [[sales_csv]] * 3, gen, 4096)
     rounds = [f for k, f in seen if k == "rollout_turns"]
-    # round 1: three turns (C answers, A is void); A's retry comes at once, B's reply after its cell: 2 or 1 + 1
-    assert rounds[0]["generated"] == 3 and (rounds[0]["answered"], rounds[0]["void"]) == (1, 1)
-    assert sum(r["generated"] for r in rounds) == 5 and rounds[-1]["answered"] == 3
+    # round 1: three turns (C answers, A is void); A's retry is ready at once, but waits for B's cell: one batch of 2
+    assert [r["generated"] for r in rounds] == [3, 2]
+    assert (rounds[0]["answered"], rounds[0]["void"]) == (1, 1) and rounds[-1]["answered"] == 3
     assert [k for k, _ in seen][-1] == "rollouts"
     done = seen[-1][1]
     assert (done["rollouts"], done["answered"], done["void"], done["turns"], done["cells"]) == (3, 3, 1, 5, 1)
+    # without the wait, A's retry goes alone while B's cell runs: rounds of 3, 1, 1
+    seen.clear()
+    e.config.batch_wait_s = 0
+    gen = _scripted(tok, [["no tags here", ANSWER_TURN], [CODE_TURN, ANSWER_TURN], [ANSWER_TURN]])
+    e.run([_prompt("A: q"), _prompt("B: q"), _prompt("C: q")], [[sales_csv]] * 3, gen, 4096)
+    assert [f["generated"] for k, f in seen if k == "rollout_turns"] == [3, 1, 1]
 
 
 def test_turn_and_token_limits(env, sales_csv: Path) -> None:  # noqa: ANN001

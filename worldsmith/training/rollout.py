@@ -62,6 +62,9 @@ class RolloutConfig:
     prelude: bool = True  # run the analyst's import prelude in each fresh session, as inference does
     pool_size: int = 0  # warm sandbox sessions kept ready (0 = start each session on demand)
     restore_setup: bool = True  # run the setup again after a cell that undid it (as inference)
+    # before generating for some rollouts while others' cells still run, wait up to this long for those cells so
+    # their turns join the batch (a lone void-turn retry re-read its whole prompt alone: 25 s of a 0.5B on CPU)
+    batch_wait_s: float = 5.0
 
 
 @dataclass
@@ -211,18 +214,25 @@ class SandboxEnvironment:
                     for k, paths in enumerate(inputs)]
         pending: dict[int, concurrent.futures.Future[str]] = {}
         ready = list(range(len(rollouts)))
+        waited = False  # this round already waited for cells to join its batch
         try:
             while ready or pending:
                 for i, fut in list(pending.items()):
                     if fut.done():
                         del pending[i]
                         self._continue(rollouts[i], render_observation(fut.result()), max_completion_tokens, ready, i)
-                if not ready:
+                if not ready or (pending and not waited and self.config.batch_wait_s > 0):
+                    # nothing to generate for, or a smaller batch than could be: wait for cells (a short while
+                    # when some rollouts are ready — a batch shares its prefixes' prefill and decodes rows together)
                     start = time.perf_counter()
-                    concurrent.futures.wait(list(pending.values()), return_when=concurrent.futures.FIRST_COMPLETED)
+                    concurrent.futures.wait(list(pending.values()), timeout=None if not ready else
+                                            self.config.batch_wait_s,
+                                            return_when=concurrent.futures.FIRST_COMPLETED if not ready else
+                                            concurrent.futures.ALL_COMPLETED)
                     timings.sandbox_wait_s += time.perf_counter() - start
+                    waited = bool(ready)
                     continue
-                batch, ready = ready, []
+                batch, ready, waited = ready, [], False
                 start = time.perf_counter()
                 outs = generate([rollouts[i].prompt_ids + rollouts[i].completion_ids for i in batch])
                 seconds = time.perf_counter() - start
