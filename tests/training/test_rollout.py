@@ -212,3 +212,22 @@ def test_a_setup_frame_cut_to_one_group_is_made_whole_again_as_in_inference(env,
     [r] = e.run([_prompt("A")], [[sales_csv]], gen, 4096, [["rows"]], [setup])
     assert "holds every row once more" in r.executed[0].observation
     assert r.executed[1].observation.startswith("3")  # sales.csv's 3 rows again
+
+
+def test_a_rollout_without_a_readable_answer_is_malformed_whatever_its_last_text(env, sales_csv: Path) -> None:  # noqa: ANN001
+    """The base 0.5B's last turn was a bare `@test_price_gap[12.35]` (no tags: a void turn, no answer) and the text
+    grader found the right value in it; a rollout that never answered is malformed (−0.1), not correct."""
+    from worldsmith.training.rewards import closed_form_reward, datamind_reward
+
+    tok, e = env
+    e.config.max_turns = 2
+    gen = _scripted(tok, [[CODE_TURN, "@rows[3]"], [CODE_TURN, ANSWER_TURN]])
+    bare, tagged = e.run([_prompt("A"), _prompt("B")], [[sales_csv]] * 2, gen, 4096, [["rows"]] * 2)
+    assert bare.answer is None and bare.void and tagged.answer == "@rows[3]"
+    out = rollout_output([bare, tagged])
+    assert out["answered"] == [False, True]
+    answers = [[{"name": "rows", "value": 3}]] * 2
+    kw = {k: out[k] for k in ("rollout_messages", "unsupported", "answered")}
+    scores = rollout_reward(datamind_reward)(["A", "B"], ["", ""], answers=answers, answer_tokens=[10] * 2, **kw)
+    assert scores == [-0.1, 1.0]
+    assert rollout_reward(closed_form_reward)(["A", "B"], ["", ""], answers=answers, **kw) == [0.0, 1.0]

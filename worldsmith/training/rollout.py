@@ -403,6 +403,7 @@ def rollout_output(rollouts: Sequence[Rollout]) -> dict[str, Any]:
         "rollout_messages": [r.messages for r in rollouts],
         "answer_tokens": [r.model_tokens for r in rollouts],
         "unsupported": [r.unsupported is not None for r in rollouts],
+        "answered": [r.answer is not None for r in rollouts],
     }
 
 
@@ -417,13 +418,19 @@ def rollout_reward(base: Callable[..., list[float]]) -> Callable[..., list[float
     """A TRL reward function scoring the rollout's structured messages (assistant turns and interpreter output as
     separate messages) rather than TRL's decoded completion text; `answers` given as JSON text are decoded. A
     rollout the answer guards left `unsupported` scores at most 0: no credit for an answer no data backs (a
-    malformed one keeps its penalty)."""
+    malformed one keeps its penalty). A rollout that never gave a readable `<answer>` is scored as an empty
+    completion (DataMind: malformed, −0.1; closed-form: 0), whatever its turns' text: the base 0.5B's void last turn `@test_price_gap[12.35]` (the format line's example, within
+    the answer's tolerance) was graded correct from the bare text, after a run whose every cell failed."""
 
     def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         messages = kwargs.pop("rollout_messages", None)
         unsupported = kwargs.pop("unsupported", None)
+        answered = kwargs.pop("answered", None)
         if kwargs.get("answers") is not None:  # the RL dataset stores each row's answers as JSON text
             kwargs["answers"] = [_decoded(a) for a in kwargs["answers"]]
+        if messages is not None and answered is not None:  # no answer given: scored as an empty completion
+            messages = [m if ok else [{"role": "assistant", "content": ""}]
+                        for m, ok in zip(messages, answered, strict=True)]
         scores = base(prompts, completions if messages is None else messages, **kwargs)
         if unsupported is None:
             return scores
