@@ -118,11 +118,11 @@ def main() -> None:
                                    a.budget, names, [row["setup"]] * g)
                 out = rollout_output(rollouts)
                 scores = reward([row["prompt"]] * g, [None] * g, answers=[row["answers"]] * g,
-                                rule=[row["rule"]] * g, **{k2: out[k2] for k2 in
-                                                            ("rollout_messages", "answer_tokens", "unsupported")})
+                                rule=[row["rule"]] * g, **{k2: out[k2] for k2 in ("rollout_messages", "answer_tokens",
+                                                                                  "unsupported", "answered")})
                 rewards += scores
                 void += out["void"]
-                answered += [r.answer is not None for r in rollouts]
+                answered += out["answered"]
                 kept += [{"task_id": row["task_id"], "reward": s, "void": r.void, "answer": r.answer,
                           "unsupported": r.unsupported, "messages": r.messages} for s, r in zip(scores, rollouts)]
                 print(f"T={temp} task {k}/{len(rows)} {row['task_id']}: rewards {scores} void {out['void']}",
