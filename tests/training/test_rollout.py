@@ -214,7 +214,8 @@ def test_a_setup_frame_cut_to_one_group_is_made_whole_again_as_in_inference(env,
     assert r.executed[1].observation.startswith("3")  # sales.csv's 3 rows again
 
 
-def test_a_rollout_without_a_readable_answer_is_malformed_whatever_its_last_text(env, sales_csv: Path) -> None:  # noqa: ANN001
+def test_a_rollout_without_a_readable_answer_is_malformed_whatever_its_last_text(
+        env, sales_csv: Path) -> None:  # noqa: ANN001
     """The base 0.5B's last turn was a bare `@test_price_gap[12.35]` (no tags: a void turn, no answer) and the text
     grader found the right value in it; a rollout that never answered is malformed (−0.1), not correct."""
     from worldsmith.training.rewards import closed_form_reward, datamind_reward

@@ -221,16 +221,18 @@ class SandboxEnvironment:
                     if fut.done():
                         del pending[i]
                         self._continue(rollouts[i], render_observation(fut.result()), max_completion_tokens, ready, i)
-                if not ready or (pending and not waited and self.config.batch_wait_s > 0):
-                    # nothing to generate for, or a smaller batch than could be: wait for cells (a short while
-                    # when some rollouts are ready — a batch shares its prefixes' prefill and decodes rows together)
+                if not ready:  # nothing to generate for: wait for the first cell
                     start = time.perf_counter()
-                    concurrent.futures.wait(list(pending.values()), timeout=None if not ready else
-                                            self.config.batch_wait_s,
-                                            return_when=concurrent.futures.FIRST_COMPLETED if not ready else
-                                            concurrent.futures.ALL_COMPLETED)
+                    concurrent.futures.wait(list(pending.values()), return_when=concurrent.futures.FIRST_COMPLETED)
                     timings.sandbox_wait_s += time.perf_counter() - start
-                    waited = bool(ready)
+                    continue
+                if pending and not waited and self.config.batch_wait_s > 0:
+                    # a smaller batch than could be: wait a short while for the running cells (a batch shares its
+                    # prefixes' prefill and decodes rows together)
+                    start = time.perf_counter()
+                    concurrent.futures.wait(list(pending.values()), timeout=self.config.batch_wait_s)
+                    timings.sandbox_wait_s += time.perf_counter() - start
+                    waited = True
                     continue
                 batch, ready, waited = ready, [], False
                 start = time.perf_counter()
@@ -419,8 +421,9 @@ def rollout_reward(base: Callable[..., list[float]]) -> Callable[..., list[float
     separate messages) rather than TRL's decoded completion text; `answers` given as JSON text are decoded. A
     rollout the answer guards left `unsupported` scores at most 0: no credit for an answer no data backs (a
     malformed one keeps its penalty). A rollout that never gave a readable `<answer>` is scored as an empty
-    completion (DataMind: malformed, −0.1; closed-form: 0), whatever its turns' text: the base 0.5B's void last turn `@test_price_gap[12.35]` (the format line's example, within
-    the answer's tolerance) was graded correct from the bare text, after a run whose every cell failed."""
+    completion (DataMind: malformed, −0.1; closed-form: 0), whatever its turns' text: the base 0.5B's void last
+    turn `@test_price_gap[12.35]` (the format line's example, within the answer's tolerance) was graded correct
+    from the bare text, after a run whose every cell failed."""
 
     def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         messages = kwargs.pop("rollout_messages", None)
@@ -493,7 +496,8 @@ def hf_generate(model: Any, tokenizer: Any, contexts: list[list[int]], *, max_ne
         out = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
                              max_new_tokens=max_new_tokens, do_sample=temperature > 0,
                              temperature=temperature if temperature > 0 else None, top_p=top_p, top_k=top_k,
-                             min_p=min_p, repetition_penalty=repetition_penalty, stop_strings=list(ACTION_STOP_SEQUENCES), tokenizer=tokenizer, pad_token_id=pad,
+                             min_p=min_p, repetition_penalty=repetition_penalty,
+                             stop_strings=list(ACTION_STOP_SEQUENCES), tokenizer=tokenizer, pad_token_id=pad,
                              **({"cache": cache} if cache is not None else {}))
     eos = tokenizer.eos_token_id
     eos_ids = set(eos if isinstance(eos, list) else [eos])
