@@ -232,3 +232,24 @@ def test_a_rollout_without_a_readable_answer_is_malformed_whatever_its_last_text
     scores = rollout_reward(datamind_reward)(["A", "B"], ["", ""], answers=answers, answer_tokens=[10] * 2, **kw)
     assert scores == [-0.1, 1.0]
     assert rollout_reward(closed_form_reward)(["A", "B"], ["", ""], answers=answers, **kw) == [0.0, 1.0]
+
+
+def test_the_answer_lines_example_copied_earns_nothing_even_inside_the_tolerance(env, sales_csv: Path) -> None:  # noqa: ANN001
+    """The base 0.5B answered @test_price_gap[12.35], its answer line's "e.g. 12.35", and the true 11.58 is within
+    10% of it: a copy no output showed is unsupported (as inference's guard), so it scores 0, not 1. The same value
+    printed by a cell is the model's own result and keeps its credit."""
+    from worldsmith.training.rewards import datamind_reward
+
+    tok, e = env
+    q = "What is the gap? End your answer with @gap[value in USD, e.g. 12.35]"  # the two prompts differ in front
+    copy = "<think>\nthe example\n</think>\n<answer>\n@gap[12.35]\n</answer>"
+    shows = "<think>\nprint it\n</think>\n<code>\nprint(len(open('sales.csv').read()) * 0 + 12.35)\n</code>"
+    gen = _scripted(tok, [[CODE_TURN, copy], [shows, copy]])
+    copied, computed = e.run([_prompt("A: " + q), _prompt("B: " + q)], [[sales_csv]] * 2, gen, 4096, [["gap"]] * 2)
+    assert copied.unsupported is not None and copied.unsupported.startswith("example_copy")
+    assert computed.unsupported is None
+    out = rollout_output([copied, computed])
+    answers = [[{"name": "gap", "value": 11.58, "tolerance": {"rel": 0.1}}]] * 2  # |12.35 − 11.58| = 0.77 < 1.158
+    kw = {k: out[k] for k in ("rollout_messages", "unsupported", "answered")}
+    scores = rollout_reward(datamind_reward)(["", ""], ["", ""], answers=answers, answer_tokens=[10] * 2, **kw)
+    assert scores == [0.0, 1.0]

@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypeVar
 from worldsmith.agents import setup_guard
 from worldsmith.agents.analyst import (PRELUDE, empty_merge, last_turn_nudge, observation_text, repeat_nudge,
                                        same_output, void_feedback)
-from worldsmith.agents.answer_guards import Cell, example_copy, no_evidence, profile_facts
+from worldsmith.agents.answer_guards import Cell, example_copy, format_example_copy, no_evidence, profile_facts
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
                                       to_chat_roles)
@@ -197,9 +197,10 @@ class SandboxEnvironment:
             names: Sequence[Sequence[str]] | None = None, setups: Sequence[str] | None = None) -> list[Rollout]:
         """Roll out every prompt to an answer, `max_turns` turns, or the token budget; one sandbox session each.
         An answer is then checked by the blocking answer guards, as inference does (agents/answer_guards.py): one
-        with no cell that read the data, or that copies the worked example, is marked `unsupported` (the rewards
-        score it wrong: a right guess must not pay). `names`: each prompt's requested answer names; `setups`: code each
-        session runs after the prelude, before the first cell (the join its task turn says has run), as inference."""
+        with no cell that read the data, or that copies the worked example, or that gives its answer line's example
+        value ("e.g. 12.35") when no output showed it, is marked `unsupported` (the rewards score it wrong: a right
+        guess must not pay). `names`: each prompt's requested answer names; `setups`: code each session runs after
+        the prelude, before the first cell (the join its task turn says has run), as inference."""
         loop = self._ensure_loop()
         timings = RolloutTimings()
         rollouts = [Rollout(prompt_ids=self.frame.prompt_ids(p)) for p in prompts]
@@ -254,7 +255,8 @@ class SandboxEnvironment:
                 wanted = list(names[k]) if names is not None else []
                 ran = [Cell(code=setups[k], ok=True, observation="")] if setups is not None and k in set_up else []
                 found = no_evidence(ran + r.executed, [str(p) for p in inputs[k]]) or \
-                    example_copy(r.answer, wanted, r.executed)
+                    example_copy(r.answer, wanted, r.executed) or \
+                    format_example_copy(r.answer, _task_text(prompts[k]), wanted, r.executed)
                 r.unsupported = f"{found.kind}: {found.detail}" if found else None
         self.timings.add(timings)
         self.last_timings = timings
@@ -392,6 +394,11 @@ def _tally(rollouts: Sequence[Rollout]) -> dict[str, int]:
     """Where a batch of rollouts stands: how many, answered and with a void turn so far."""
     return {"rollouts": len(rollouts), "answered": sum(r.answer is not None for r in rollouts),
             "void": sum(r.void for r in rollouts)}
+
+
+def _task_text(prompt: Sequence[dict[str, str]]) -> str:
+    """The task as the model read it: the prompt's user turns (the answer line is in the last)."""
+    return "\n\n".join(str(m.get("content") or "") for m in prompt if m.get("role") == "user")
 
 
 def rollout_output(rollouts: Sequence[Rollout]) -> dict[str, Any]:
