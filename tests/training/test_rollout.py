@@ -234,7 +234,8 @@ def test_a_rollout_without_a_readable_answer_is_malformed_whatever_its_last_text
     assert rollout_reward(closed_form_reward)(["A", "B"], ["", ""], answers=answers, **kw) == [0.0, 1.0]
 
 
-def test_the_answer_lines_example_copied_earns_nothing_even_inside_the_tolerance(env, sales_csv: Path) -> None:  # noqa: ANN001
+def test_the_answer_lines_example_copied_earns_nothing_even_inside_the_tolerance(
+        env, sales_csv: Path) -> None:  # noqa: ANN001
     """The base 0.5B answered @test_price_gap[12.35], its answer line's "e.g. 12.35", and the true 11.58 is within
     10% of it: a copy no output showed is unsupported (as inference's guard), so it scores 0, not 1. The same value
     printed by a cell is the model's own result and keeps its credit."""
