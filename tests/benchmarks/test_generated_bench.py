@@ -4,6 +4,7 @@ answers an independent pandas computation reproduces, and a runner that works en
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from worldsmith.core.taskpkg import read_task_list
 
 from tests.benchmarks import ROOT, script
 
-DATA = ROOT / "benchmarks" / "data" / "generated-v2"
+DATA = ROOT / "benchmarks" / "data" / "generated-v3"
+V2 = ROOT / "benchmarks" / "data" / "generated-v2"
 V1 = ROOT / "benchmarks" / "data" / "generated-v1"
 
 
@@ -85,8 +87,8 @@ def test_build_is_byte_identical_and_reproduces_the_frozen_files(tmp_path: Path,
 
     The second half fails when the engine or the world-task writer changes what it emits: the frozen set is then
     no longer what the code builds. Keep it (it is a fixed benchmark) and build the new output as a new version
-    (NAME and data folder generated-v2), rather than rebuilding v1 in place: figures on v1 stay comparable."""
-    stale = "the code no longer builds the frozen generated-v2 set (see this test's docstring)"
+    (NAME and data folder generated-v4), rather than rebuilding v3 in place: figures on v3 stay comparable."""
+    stale = "the code no longer builds the frozen generated-v3 set (see this test's docstring)"
     gb = _script()
     entry = ("operations_supply_chain", 1104, 300)
     assert entry in gb.SEED_LIST
@@ -176,15 +178,54 @@ def test_a_difference_between_groups_coded_a_and_b_names_its_sides_otherwise(man
     assert _within(by["B"] - by["A"], q) and not _within(by["A"] - by["B"], q)  # the sign decides
 
 
+def _frozen(d: Path) -> dict[str, dict]:
+    sums = dict(reversed(line.split("  ", 1)) for line in (d / "SHA256SUMS").read_text().splitlines())
+    assert all(sha256_file(d / rel) == h for rel, h in sums.items())
+    return {t.id: t.model_dump(exclude={"workspace": {"root"}}) for t in read_task_list(d)}
+
+
 def test_v1_stays_frozen_and_differs_from_v2_in_that_question_only() -> None:
-    sums = dict(reversed(line.split("  ", 1)) for line in (V1 / "SHA256SUMS").read_text().splitlines())
-    assert all(sha256_file(V1 / rel) == h for rel, h in sums.items())
-    v1, v2 = ({t.id: t.model_dump(exclude={"workspace": {"root"}}) for t in read_task_list(d)} for d in (V1, DATA))
+    v1, v2 = _frozen(V1), _frozen(V2)
     assert list(v1) == list(v2)
     assert [i for i in v1 if v1[i] != v2[i]] == ["ops-shipments-s1104-cause-damaged-carrier-b-delay"]
     with pytest.raises(ArtifactError, match="pass the folder that holds it"):
         read_task_list(V1 / "tasks.jsonl")
-    assert _script()._set_name(V1) == "generated-v1" and _script()._set_name(DATA) == "generated-v2"
+    assert _script()._set_name(V1) == "generated-v1" and _script()._set_name(V2) == "generated-v2"
+    assert _script()._set_name(DATA) == "generated-v3"
+
+
+def _example_value(instruction: str, name: str) -> float:
+    line = re.search(rf"@{name}\[[^\]]*e\.g\. ([-\d.]+)\]", instruction)
+    assert line is not None, (name, instruction[-200:])
+    return float(line.group(1))
+
+
+def test_v3_is_v2_with_answer_line_examples_a_copy_cannot_pass(manifest: dict) -> None:
+    """In v2 the answer line's "e.g. 0.43" was within engagement_performance_corr's tolerance of its true 0.4236,
+    so a solver that copied the example was graded right. In v3 no example passes its question's own tolerance
+    (core.grading, from the frozen answer), and nothing else changed: the data files are v2's, byte for byte."""
+    from worldsmith.core.grading import tolerant
+
+    v2, v3 = _frozen(V2), _frozen(DATA)
+    assert list(v2) == list(v3)
+    tasks = {t.id: t for t in read_task_list(DATA)}
+    passed_in_v2 = []
+    for i in v3:
+        for a2, a3 in zip(v2[i]["answers"], tasks[i].answers, strict=True):
+            if a3.spec.scale == "label":
+                continue
+            tol = a3.tolerance
+            grade = tolerant(tol.abs, tol.rel) if tol is not None else tolerant()
+            copied = _example_value(tasks[i].instruction, a3.name)
+            assert not grade(a3.value, str(copied)), (i, copied, a3.value)
+            if grade(a2["value"], str(_example_value(v2[i]["instruction"], a2["name"]))):
+                passed_in_v2.append(i)
+            assert a3.model_dump() == {**a2, "spec": {**a2["spec"], "example": copied}}
+        strip = re.compile(r"e\.g\. [-\d.]+\]")
+        assert strip.sub("", v3[i]["instruction"]) == strip.sub("", v2[i]["instruction"])
+    assert passed_in_v2 == ["people-engagement-s1105-cause-engagement-engagement-performance-corr"]
+    worlds = [line for line in (DATA / "SHA256SUMS").read_text().splitlines() if "  worlds/" in line]
+    assert worlds == [line for line in (V2 / "SHA256SUMS").read_text().splitlines() if "  worlds/" in line]
 
 
 def test_a_wrong_reading_fails_the_tolerance(manifest: dict) -> None:
@@ -221,7 +262,7 @@ async def test_runner_scores_three_questions_with_the_scripted_model(scripted, t
     script.fallback(respond)
     rt = make_rt(analyst={"format_retries": 0})
     summary = await gb.run_bench(rt, DATA, limit=3, model="scripted")
-    assert summary["benchmark"] == "generated-v2" and summary["n_questions"] == 3 and summary["samples"] == 1
+    assert summary["benchmark"] == "generated-v3" and summary["n_questions"] == 3 and summary["samples"] == 1
     assert summary["n_correct"] == 2 and summary["accuracy"] == pytest.approx(2 / 3)
     assert [q["correct"] for q in summary["questions"]] == [1.0, 1.0, 0.0]
     assert summary["guards"] == {} and summary["median_s"] is not None

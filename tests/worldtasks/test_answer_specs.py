@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from worldsmith.core.answer_spec import (AnswerFacets, Comparison, Filter, Measure, Side, Window, answer_line,
-                                         lint_answer_spec, render_answer_spec)
+                                         lint_answer_spec, render_answer_spec, with_example)
 from worldsmith.core.grading import tolerant
 from worldsmith.evolution.worlds.answer_specs import world_answer_specs
 from worldsmith.evolution.worlds.audit import load_contract, load_phenomena_truth, read_audit, recoverable_phenomena
@@ -75,6 +75,40 @@ def test_answer_line_states_the_unit_and_the_rendering_every_facet() -> None:
     for facet in ("Measure:", "Population:", "Filters:", "Time window:", "Computation:", "Comparison and sign: A minus B",
                   "Unit: percentage points", "Rounding: 1 decimal place", "`data/crm.csv`"):
         assert facet in text
+
+
+def _shown_example(f: AnswerFacets) -> float:
+    return float(answer_line(f).rsplit("e.g. ", 1)[1].rstrip("]"))
+
+
+@pytest.mark.parametrize("scale, decimals, value, abs_tol, rel_tol", [
+    ("currency", 2, 11.58, 0.005, 0.10),  # customer_pricing's test_price_gap: the fixed 12.35 passed
+    ("coefficient", 2, 0.4236, 0.04, 0.05),  # generated-v2's engagement_performance_corr: 0.43 passed
+    ("percentage_points", 1, 12.3, 0.05, None),  # the example itself, to the digit
+    ("currency", 2, 50.0, None, 0.5),  # a tolerance as wide as every first candidate: the ×10 ones
+])
+def test_a_copied_answer_line_example_fails_the_answers_own_tolerance(scale, decimals, value, abs_tol,
+                                                                      rel_tol) -> None:  # noqa: ANN001
+    """Graded by core.grading (not by the picking code): the example shown in the answer line is wrong."""
+    for name in ("gap", "price_gap", "corr", "uplift"):
+        f = with_example(_spec(name=name, scale=scale, decimals=decimals, unit_label="USD"), value, abs_tol, rel_tol)
+        example = _shown_example(f)
+        assert not tolerant(abs_tol, rel_tol)(value, str(example)), (name, example)
+        assert f"e.g. {example:.{decimals}f}]" in render_answer_spec(f)
+
+
+def test_the_example_says_next_to_nothing_about_the_answer() -> None:
+    """Far from every candidate, the shown example depends on the name only (several names, several examples);
+    a fraction's lies between 0 and 1 and a label has none."""
+    names = [f"q{i}" for i in range(12)]
+    far = {_shown_example(with_example(_spec(name=n, decimals=2), -500.0, 0.01, None)) for n in names}
+    assert len(far) >= 2 and all(0 < x < 100 for x in far)
+    fractions = [_shown_example(with_example(_spec(name=n, scale="fraction", decimals=3), 0.9, 0.001, None))
+                 for n in names]
+    assert all(0 < x < 1 for x in fractions)
+    assert _shown_example(_spec(scale="fraction", decimals=2)) == 0.43  # unset: the scale's first candidate
+    label = _spec(scale="label", decimals=None)
+    assert with_example(label, 0.0, 0.0, 0.0) == label and "e.g." not in answer_line(label)
 
 
 @pytest.mark.parametrize("change, problem", [
@@ -165,6 +199,7 @@ def test_packaging_drops_a_task_whose_spec_leaves_a_facet_open(world: Path, tmp_
     assert closed and all(t.answers[0].name != numeric[0].id for t in closed)
     assert all(t.metadata["request_rejected"] for t in tasks.values()) and set(ids) == set(tasks)
     for t in closed:  # expected values and units come from the spec, and the instruction renders it
-        f = full[t.answers[0].name]
-        assert t.answers[0].unit == f.grading_unit and t.answers[0].spec == f
-        assert t.instruction.endswith("End your answer with " + answer_line(f))
+        f, a = full[t.answers[0].name], t.answers[0]
+        assert a.unit == f.grading_unit and a.spec.model_copy(update={"example": None}) == f
+        assert t.instruction.endswith("End your answer with " + answer_line(a.spec))
+        assert not tolerant(a.tolerance.abs, a.tolerance.rel)(a.value, str(_shown_example(a.spec)))  # copy fails

@@ -30,7 +30,7 @@ from worldsmith.agents.rubric_generator import generate_rubric
 from worldsmith.agents.task_writer import write_answer_spec
 from worldsmith.evolution.spec_check import AS_RECORDED, recorded_population, script_method, spec_value
 from worldsmith.agents.validator import SAME_NUMBER
-from worldsmith.core.answer_spec import render_answer_spec
+from worldsmith.core.answer_spec import render_answer_spec, with_example
 from worldsmith.core.evolution_schemas import EvidenceCard, ExecutionResult, GoalPackage
 from worldsmith.core.schemas import (
     AnswerSpec,
@@ -200,8 +200,10 @@ async def _closed_form(rt: GraphRuntime, node: Node, goal: str, reqs: list[syn.R
         f = f.model_copy(update={"population": recorded_population(f.population)})
     if exact is None:
         f = script_method(f, scripts[-1][1])
-    answer = AnswerSpec(name=f.name, value=round((value if exact is None else exact) * f.factor, 9),
-                        tolerance=answer_tolerance(f.decimals, exact is not None), unit=f.grading_unit,
+    truth, tolerance = round((value if exact is None else exact) * f.factor, 9), answer_tolerance(f.decimals,
+                                                                                                exact is not None)
+    f = with_example(f, truth, tolerance.abs, tolerance.rel)  # a copied example must not pass
+    answer = AnswerSpec(name=f.name, value=truth, tolerance=tolerance, unit=f.grading_unit,
                         description=f.aggregation, spec=f)
     recorded = kept_all or AS_RECORDED in f.population
     return {"kind": "closed_form", "instruction": syn.instruction(goal, reqs, "answer_tags", render_answer_spec(f),

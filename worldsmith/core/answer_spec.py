@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import zlib
 from collections.abc import Collection
 from typing import Annotated, Literal
 
@@ -119,6 +120,8 @@ class AnswerFacets(BaseModel):
     unit_label: str | None = None
     factor: float = 1.0
     decimals: int | None = None
+    example: float | None = Field(None, description="the answer line's example value (`with_example`: far from "
+                                                    "the true value); None: the first of EXAMPLES")
 
     @property
     def unit_words(self) -> str:
@@ -138,10 +141,43 @@ def _one_word(label: str | None) -> bool:
     return bool(label) and " " not in (label or "").strip()
 
 
+#: the answer line's example values by scale, shown only for the format (sign, decimals, no unit). A fraction's
+#: lies between 0 and 1 as the line says; a coefficient's between -1 and 1.
+EXAMPLES: dict[str, tuple[float, ...]] = {"coefficient": (0.4321, -0.2468, 0.7654),
+                                          "fraction": (0.4321, 0.1234, 0.8765)}
+OTHER_EXAMPLES: tuple[float, ...] = (12.3456, 47.8912, 86.5432)
+#: how many tolerances a shown example keeps from the true value
+EXAMPLE_MARGIN = 3.0
+
+
+def _shown(number: float, decimals: int | None) -> float:
+    return round(number, decimals) if decimals is not None else number
+
+
+def with_example(facets: AnswerFacets, value: float, abs_tol: float | None, rel_tol: float | None) -> AnswerFacets:
+    """The facets with an answer-line example that a copy cannot pass: more than EXAMPLE_MARGIN tolerances from
+    `value` (the true answer in the answer's unit). A fixed "e.g. 12.35" was within 10% of customer_pricing's
+    true 11.58, and the base 0.5B answered 12.35 and was graded right. The example is picked by a hash of the name
+    among the scale's candidates, skipping those near the value (then ×10, ×100, …), so that which example a task
+    shows says next to nothing about its answer."""
+    if facets.scale == "label":
+        return facets
+    width = EXAMPLE_MARGIN * max(abs_tol or 0.0, (rel_tol or 0.0) * abs(value))
+    base = EXAMPLES.get(facets.scale, OTHER_EXAMPLES)
+    start = zlib.crc32(facets.name.encode()) % len(base)
+    order = base[start:] + base[:start]
+    for power in range(12):
+        for c in order:
+            shown = _shown(c * 10 ** power, facets.decimals)
+            if abs(shown - value) > width and shown != 0:
+                return facets.model_copy(update={"example": shown})
+    raise ValueError(f"answer {facets.name!r}: no example value lies outside the tolerance ({width}) of {value}")
+
+
 def _example(facets: AnswerFacets) -> str:
     if facets.scale == "label":
         return "the label"
-    number = 0.4321 if facets.scale == "coefficient" else 12.3456
+    number = facets.example if facets.example is not None else EXAMPLES.get(facets.scale, OTHER_EXAMPLES)[0]
     return f"{number:.{facets.decimals}f}" if facets.decimals is not None else f"{number}"
 
 

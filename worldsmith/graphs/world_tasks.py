@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from worldsmith.core.answer_spec import AnswerFacets
+from worldsmith.core.answer_spec import AnswerFacets, with_example
 from worldsmith.core.schemas import (Action, AnswerSpec, DeliverableSpec, Difficulty, Provenance, Rubric, Step, Task,
                                      Tolerance, Trajectory)
 from worldsmith.core.store import write_model
@@ -91,13 +91,14 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
             continue
         taken.add(p.id)
         got = verified[p.id]
-        f = facets[p.id]
+        value, tolerance = round(float(p.value) * facets[p.id].factor, 6), scaled_tolerance(p, facets[p.id])
+        f = with_example(facets[p.id], value, tolerance.abs, tolerance.rel)  # a copied example must not pass
         own = (v.get("requests") or {}).get(p.id) or v  # its own request, about exactly this quantity
         task = Task(id=f"{world_id}-{spec.kind}-{spec.target}-{p.id}".replace("_", "-")[:120], kind="closed_form",
                     instruction=own["request"] + deliverable_block(spec, contract, f),
                     deliverable=DeliverableSpec(format="answer_tags", answer_names=[p.id]),
-                    answers=[AnswerSpec(name=p.id, value=round(float(p.value) * f.factor, 6), tolerance=scaled_tolerance(p, f),
-                                        unit=f.grading_unit, description=f.aggregation, spec=f)],
+                    answers=[AnswerSpec(name=p.id, value=value, tolerance=tolerance, unit=f.grading_unit,
+                                        description=f.aggregation, spec=f)],
                     difficulty=Difficulty(level="medium"),
                     metadata={"phenomenon": p.id, "target": spec.target, **_request_meta(own)},
                     **{**common, "provenance": common["provenance"].model_copy(
