@@ -82,6 +82,20 @@ def test_three_step_sft_rl_run(tmp_path: Path, sales_csv: Path) -> None:
         assert of_step[0][1]["generated"] == 4 and of_step[0][1]["tokens"] > 0
         done = of_step[kinds.index("rollouts")][1]
         assert done["rollouts"] == 4 and done["cells"] == 4 and done["sandbox_s"] > 0
+    # every completion is in rollouts.jsonl with what the model wrote, its reward and the advantage it trained with
+    samples = [json.loads(line) for line in (run.path / "rollouts.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in samples] == [1] * 4 + [2] * 4 + [3] * 4
+    assert all(r["task_id"] in ("t0", "t1") and r["messages"][0]["content"] == CODE for r in samples)
+    for r in samples:  # the scripted rule, applied by hand to the logged messages (an unanswered rollout: empty)
+        scored = r["messages"] if r["answer"] is not None else [{"role": "assistant", "content": ""}]
+        assert r["rewards"] == {"scripted_reward": float(len(json.dumps(scored)) % 7)}
+    for k in range(0, 12, 2):  # groups of 2: equal rewards → filtered, advantage 0; else ± and summing to 0
+        a, b = samples[k:k + 2]
+        assert a["filtered"] == b["filtered"] == (a["rewards"] == b["rewards"])
+        if a["filtered"]:
+            assert a["advantage"] == b["advantage"] == 0
+        else:
+            assert a["advantage"] == pytest.approx(-b["advantage"]) and a["advantage"] != 0
 
 
 @pytest.mark.parametrize("gspo, expected", [

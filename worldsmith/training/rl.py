@@ -20,6 +20,7 @@ masks) and `_calculate_rewards` (wrapped: super(), keeping the rewards for the g
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,9 @@ class SFTRLTrainer(GRPOTrainer):
         self.filter_equal_groups = bool(getattr(self.args, "filter_equal_groups", True))
         self.current_rows: list[dict[str, Any]] = []  # the dataset rows being rolled out (read by rollout_func)
         self._last_rewards: torch.Tensor | None = None
+        #: called with one record per completion of each generation batch (`rollout_samples`): what the student
+        #: wrote and saw, its rewards, and whether it trained L_RL
+        self.sample_log: Callable[[list[dict[str, Any]]], None] | None = None
 
     # ---- the schedule ----------------------------------------------------------------------------------
     def gamma(self) -> float:
@@ -102,11 +106,11 @@ class SFTRLTrainer(GRPOTrainer):
         group = self.num_generations if mode == "train" else self.num_generations_eval
         void = torch.tensor([bool(r.get(VOID, False)) for r in rows], device=device)
         filtered = torch.zeros(n, dtype=torch.bool, device=device)
+        start = self.accelerator.process_index * n
         if self.filter_equal_groups and self._last_rewards is not None:
             weights = self.reward_weights.to(self._last_rewards.device)
             rewards = (self._last_rewards * weights.unsqueeze(0)).nansum(dim=1)
             equal = equal_reward_groups(rewards, group).repeat_interleave(group)
-            start = self.accelerator.process_index * n
             filtered = equal[start:start + n].to(device)
         drop = filtered | void if self.mask_void else filtered
         keep = (~drop).to(output["completion_mask"].dtype)
@@ -132,6 +136,9 @@ class SFTRLTrainer(GRPOTrainer):
 
         self._metrics[mode]["rl/void_rate"].append(self.accelerator.gather(void.float()).mean().item())
         self._metrics[mode]["rl/filtered_group_frac"].append(self.accelerator.gather(filtered.float()).mean().item())
+        if self.sample_log is not None:
+            self.sample_log(rollout_samples(rows, self._last_rewards, self.reward_func_names, start, void, filtered,
+                                            output["advantages"], getattr(self.rollout_func, "last_rollouts", None)))
         return output
 
     # ---- the loss --------------------------------------------------------------------------------------
@@ -172,4 +179,31 @@ class SFTRLTrainer(GRPOTrainer):
         return total / normalizer
 
 
-__all__ = ["EXPERT_IDS", "EXPERT_MASK", "SFTRLConfig", "SFTRLTrainer", "VOID"]
+def rollout_samples(rows: Sequence[dict[str, Any]], rewards: torch.Tensor | None, names: Sequence[str], start: int,
+                    void: torch.Tensor, filtered: torch.Tensor, advantages: torch.Tensor,
+                    rollouts: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """One record per completion: its task, each reward function's score, the advantage it trained with (0 when
+    masked), why it was masked, and — when the rollout environment kept them — its messages, answer and the
+    answer guards' finding. `rewards` is the gathered (all processes, functions) matrix; this process's rows
+    start at `start`."""
+    rollouts = list(rollouts or [])
+    if len(rollouts) != len(rows):
+        rollouts = [None] * len(rows)
+    out = []
+    for i, (row, r) in enumerate(zip(rows, rollouts)):
+        rec: dict[str, Any] = {"task_id": row.get("task_id")}
+        if rewards is not None:
+            rec["rewards"] = {n: _number(rewards[start + i, k]) for k, n in enumerate(names)}
+        rec.update(advantage=round(float(advantages[i]), 6), void=bool(void[i]), filtered=bool(filtered[i]))
+        if r is not None:
+            rec.update(answer=r.answer, unsupported=r.unsupported, turns=r.turns, messages=r.messages)
+        out.append(rec)
+    return out
+
+
+def _number(x: torch.Tensor) -> float | None:
+    v = float(x)
+    return None if v != v else round(v, 6)  # NaN: the function did not score this completion
+
+
+__all__ = ["EXPERT_IDS", "EXPERT_MASK", "SFTRLConfig", "SFTRLTrainer", "VOID", "rollout_samples"]

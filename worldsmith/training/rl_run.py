@@ -5,7 +5,9 @@
 The run directory (core/runs.RunDir) gets `rollout_turns` events as each generation round of a step's rollouts
 ends, a `rollouts` event when they are done, one `step` event per logged step, history.json (TRL's log history),
 curves.png (reward, γ, L_SFT / L_RL, entropy, void rate), summary.json, report.md and checkpoint/ (model +
-tokenizer; LoRA adapters are merged first so the checkpoint loads as a plain model).
+tokenizer; LoRA adapters are merged first so the checkpoint loads as a plain model). rollouts.jsonl gets every
+completion of every step as it is scored: the messages the student wrote and read, its answer, each reward
+function's score, the advantage it trained with and why it was masked (void turn, equal-reward group).
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.runs import RunDir
+from worldsmith.core.store import append_jsonl
 from worldsmith.core.sandbox_config import SandboxConfig
 from worldsmith.training.rollout import RolloutConfig, SandboxEnvironment, TurnGenerator, rollout_reward
 
 #: ``progress(step, total_steps)`` after each optimizer step.
 Progress = Callable[[int, int], None]
+
+#: every completion of every step, with its rewards and masks (`log_samples`)
+SAMPLES = "rollouts.jsonl"
 
 #: (panel title, log keys drawn in it)
 CURVES = (("reward", ("reward",)), ("γ (SFT weight)", ("sft/gamma",)), ("losses", ("sft/loss", "rl/loss")),
@@ -110,6 +116,7 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
     start = time.perf_counter()
     try:
         trainer = build_trainer(dataset, model, tokenizer, cfg, run.path / "trainer", reward_funcs, env)
+        trainer.sample_log = lambda records: log_samples(run.path / SAMPLES, trainer.state.global_step + 1, records)
         trainer.add_callback(_Events())
         trainer.remove_callback(PrinterCallback)  # it prints every log dict to stdout; events.jsonl keeps them
         trainer.train()
@@ -131,6 +138,12 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
     run.write_json("summary.json", summary)
     run.write_report(render_report(summary, history))
     return summary
+
+
+def log_samples(path: Path, step: int, records: Sequence[dict[str, Any]]) -> None:
+    """Append each completion of a generation batch to SAMPLES (`rl.rollout_samples`), tagged with its step."""
+    for rec in records:
+        append_jsonl(path, {"step": step, **rec})
 
 
 def save_checkpoint(trainer: Any, tokenizer: Any, path: Path) -> Path:
@@ -183,6 +196,7 @@ def render_report(summary: dict[str, Any], history: list[dict[str, Any]]) -> str
     lines += ["", f"Rollout time: generation {summary['rollout_generation_s']} s, sandbox "
               f"{summary['rollout_sandbox_s']} s (generation idle waiting on cells: {summary['rollout_sandbox_wait_s']} s).",
               "", "![curves](curves.png)" if summary.get("curves") else "(no curves: nothing was logged)",
+              "", f"Every completion, with its messages, rewards and advantage: `{SAMPLES}`.",
               "", f"Checkpoint: `{summary['checkpoint']}`" if summary.get("checkpoint") else "No checkpoint saved."]
     return "\n".join(lines) + "\n"
 

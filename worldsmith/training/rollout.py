@@ -164,6 +164,7 @@ class SandboxEnvironment:
         self._event_fields: dict[str, Any] = {}  # added to every event (the optimizer step being rolled out)
         self.timings = RolloutTimings()  # cumulative, for benchmarks and logs
         self.last_timings = RolloutTimings()  # the last batch's, logged with its step
+        self.last_rollouts: list[Rollout] = []  # the last batch, in its rows' order (the trainer's sample log)
         self._loop: _LoopThread | None = None
         self._pool: SandboxPool | None = None
 
@@ -180,6 +181,7 @@ class SandboxEnvironment:
         state = getattr(trainer, "state", None)
         self._event_fields = {"step": int(state.global_step) + 1} if state is not None else {}
         rollouts = self.run(prompts, inputs, generate, int(trainer.args.max_completion_length), names, setups)
+        self.last_rollouts = rollouts
         for name, value in (("rollout/turns", sum(r.turns for r in rollouts) / len(rollouts)),
                             ("rollout/cells", sum(r.cells for r in rollouts) / len(rollouts)),
                             ("rollout/unsupported", sum(r.unsupported is not None for r in rollouts) / len(rollouts)),
