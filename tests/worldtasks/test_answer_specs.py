@@ -111,6 +111,14 @@ def test_the_example_says_next_to_nothing_about_the_answer() -> None:
     assert with_example(label, 0.0, 0.0, 0.0) == label and "e.g." not in answer_line(label)
 
 
+def test_the_example_is_stored_with_the_spec_but_never_asked_of_a_model() -> None:
+    """A task package re-renders its answer line from the stored spec; the spec writer's JSON schema (the model's
+    structured output) has no `example` to fill."""
+    f = with_example(_spec(), 12.3, 0.05, None)
+    assert AnswerFacets.model_validate_json(f.model_dump_json()) == f and answer_line(f).endswith(f"{f.example}]")
+    assert "example" not in AnswerFacets.model_json_schema()["properties"]
+
+
 @pytest.mark.parametrize("change, problem", [
     ({"measure": Measure(variable="churned", files=[])}, "names no observed file"),
     ({"measure": Measure(variable="churned", files=["data/data_dictionary.md"])}, "not a data file"),

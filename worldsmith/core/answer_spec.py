@@ -14,6 +14,7 @@ from collections.abc import Collection
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, PlainSerializer
+from pydantic.json_schema import SkipJsonSchema
 
 Quantity = Literal["mean", "share", "difference", "slope", "correlation", "lagged_correlation", "count", "top_group",
                    "partial_correlation"]
@@ -120,8 +121,9 @@ class AnswerFacets(BaseModel):
     unit_label: str | None = None
     factor: float = 1.0
     decimals: int | None = None
-    example: float | None = Field(None, description="the answer line's example value (`with_example`: far from "
-                                                    "the true value); None: the first of EXAMPLES")
+    #: the answer line's example value, set by `with_example` (far from the true value); None: the scale's first
+    #: candidate. Left out of the JSON schema: a model writing a spec never sets it
+    example: SkipJsonSchema[float | None] = None
 
     @property
     def unit_words(self) -> str:
