@@ -2,6 +2,8 @@
 
     python benchmarks/rollout_groups.py --tasks runs/rl-probe-q05/tasks/train --student qwen2.5-coder-0.5b \\
         --generations 4 --turns 2 --tokens 256 --temperatures 1.0 0.7
+    python benchmarks/rollout_groups.py --tasks … --student runs/sft/student.gguf --tokenizer runs/sft/checkpoint …
+        # a trained student, exported with `worldsmith train export`
 
 A CPU SFT+RL step of the 0.5B takes 15-40 minutes, and it trains no RL term when every rollout of a group has a void
 turn or all its rewards are equal (the group filter). This samples the same groups in a minute or two: the rollouts
@@ -66,7 +68,10 @@ def group_stats(rewards: list[float], void: list[bool], answered: list[bool], gr
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", type=Path, required=True, help="a task collection (its train split is sampled)")
-    ap.add_argument("--student", default="qwen2.5-coder-0.5b", help="an embedded model name (a GGUF llama.cpp runs)")
+    ap.add_argument("--student", default="qwen2.5-coder-0.5b",
+                    help="an embedded model name, or a trained student's GGUF (`worldsmith train export`)")
+    ap.add_argument("--tokenizer", default=None,
+                    help="with a GGUF --student: its checkpoint folder (the tokenizer the trainer would use)")
     ap.add_argument("--generations", type=int, default=4, help="rollouts per task (the group size G)")
     ap.add_argument("--turns", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=256, help="tokens per assistant turn")
@@ -87,15 +92,18 @@ def main() -> None:
 
     settings = load_settings()
     models_dir = settings.llm.resolved_models_dir(settings.home)
-    gguf = embedded_gguf(a.student, models_dir)
-    if gguf is None:
-        sys.exit(f"--student {a.student!r} is not an embedded model name (worldsmith models list shows them)")
+    gguf = Path(a.student) if a.student.endswith(".gguf") else embedded_gguf(a.student, models_dir)
+    if gguf is None or not gguf.is_file():
+        sys.exit(f"--student {a.student!r} is neither an embedded model name (worldsmith llm models lists them) nor "
+                 "a GGUF file")
+    if a.student.endswith(".gguf") and not a.tokenizer:
+        sys.exit("a GGUF --student needs --tokenizer: the checkpoint folder it was exported from")
     coll = TaskCollection(a.tasks)
     tasks = [read_task_package(a.tasks / e.path) for e in coll.entries() if e.split not in ("test", "dev")]
     rows, _ = rl_rows(tasks[:a.max_tasks])
     if not rows:
         sys.exit(f"{a.tasks}: no closed-form train task to roll out")
-    tokenizer = load_tokenizer(a.student, models_dir=models_dir)
+    tokenizer = load_tokenizer(a.tokenizer or a.student, models_dir=models_dir)
     llm = load_model(gguf, a.budget + 4096, None).llama  # the embedded provider's loader and thread count
     env = SandboxEnvironment(tokenizer, RolloutConfig(max_turns=a.turns, max_new_tokens=a.tokens), settings.sandbox)
     reward = rollout_reward(datamind_reward)
@@ -134,6 +142,7 @@ def main() -> None:
     finally:
         env.close()
     out_dir = a.out or a.tasks
+    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "rollout_groups.json").write_text(json.dumps(report, indent=1, default=str))
 
 
