@@ -32,8 +32,9 @@ from typing import Any, Protocol, TypeVar
 from worldsmith.agents import setup_guard
 from worldsmith.agents.analyst import (PRELUDE, empty_merge, last_turn_nudge, observation_text, repeat_nudge,
                                        same_output, void_feedback)
-from worldsmith.agents.answer_guards import Cell, example_copy, format_example_copy, no_evidence, profile_facts
+from worldsmith.agents.answer_guards import Cell, check_answer, profile_facts
 from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.core.schemas import BLOCKING_GUARDS
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
                                       to_chat_roles)
 from worldsmith.tools.sandbox import Sandbox, SandboxError, SandboxPool, open_sandbox
@@ -198,10 +199,10 @@ class SandboxEnvironment:
             generate: TurnGenerator, max_completion_tokens: int,
             names: Sequence[Sequence[str]] | None = None, setups: Sequence[str] | None = None) -> list[Rollout]:
         """Roll out every prompt to an answer, `max_turns` turns, or the token budget; one sandbox session each.
-        An answer is then checked by the blocking answer guards, as inference does (agents/answer_guards.py): one
-        with no cell that read the data, or that copies the worked example, or that gives its answer line's example
-        value ("e.g. 12.35") when no output showed it, is marked `unsupported` (the rewards score it wrong: a right
-        guess must not pay). `names`: each prompt's requested answer names; `setups`: code each session runs after
+        An answer is then checked by inference's own guards (agents/answer_guards.check_answer) and one that a
+        blocking guard fires on — no cell that read the data; a copy of the worked example, or of its answer line's
+        example value ("e.g. 12.35") that no output showed — is marked `unsupported` (the rewards score it wrong: a
+        right guess must not pay). `names`: each prompt's requested answer names; `setups`: code each session runs after
         the prelude, before the first cell (the join its task turn says has run), as inference."""
         loop = self._ensure_loop()
         timings = RolloutTimings()
@@ -256,9 +257,8 @@ class SandboxEnvironment:
             if r.answer is not None:
                 wanted = list(names[k]) if names is not None else []
                 ran = [Cell(code=setups[k], ok=True, observation="")] if setups is not None and k in set_up else []
-                found = no_evidence(ran + r.executed, [str(p) for p in inputs[k]]) or \
-                    example_copy(r.answer, wanted, r.executed) or \
-                    format_example_copy(r.answer, _task_text(prompts[k]), wanted, r.executed)
+                found = next((f for f in check_answer(r.answer, _task_text(prompts[k]), wanted, ran + r.executed,
+                                                      [str(p) for p in inputs[k]]) if f.kind in BLOCKING_GUARDS), None)
                 r.unsupported = f"{found.kind}: {found.detail}" if found else None
         self.timings.add(timings)
         self.last_timings = timings
