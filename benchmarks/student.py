@@ -5,7 +5,8 @@
         --dabench /work/shared/benchmarks/dabench-dev --limit 12
 
 Stages, each writing under the run directory and skipped when its marker `stages/<name>.json` exists (rerun the
-same command to resume; an interrupted eval continues where it stopped):
+same command to resume; an interrupted eval continues where it stopped, a killed sft or rl run from its newest
+checkpoint, saved every 10 minutes):
 
   worlds   build the train and held-out worlds from fixed "template:seed" lists and write their tasks (engine
            templates, no LLM) into tasks/train and tasks/heldout; refused unless the two share no world.
@@ -30,7 +31,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -174,17 +175,31 @@ class Pipeline:
                    ] if self.cfg.teacher is not None else []
         return [*teacher, self.root / "tasks" / "train"]
 
+    def train_run(self, name: str, start: Callable[[Path], dict[str, Any]],
+                  resume: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+        """A training stage's run in `<root>/<name>`: a killed one resumes from its newest checkpoint; one that
+        cannot (it finished before the stage marker was written, or its data changed) starts over."""
+        out = self.root / name
+        if (out / "events.jsonl").is_file():
+            try:
+                return resume(out)
+            except ValueError as exc:
+                self.log(f"[{name}] not resumed ({exc}); starting over")
+        return start(self.fresh(name))
+
     def sft(self) -> dict[str, Any]:
-        from worldsmith.app.train import SFTRequest, sft_from_paths
+        from worldsmith.app.train import SFTRequest, resume_sft, sft_from_paths
 
         train = self.root / "tasks" / "train"
         req = SFTRequest(data=self.expert_data(), tasks=[train], model=self.cfg.student,
-                         out=self.fresh("sft"), epochs=self.cfg.epochs, max_steps=self.cfg.sft_steps, lr=self.cfg.lr,
+                         out=None, epochs=self.cfg.epochs, max_steps=self.cfg.sft_steps, lr=self.cfg.lr,
                          lora=self.cfg.lora, max_tokens=self.cfg.sft_max_tokens, overflow="truncate",
                          max_turn_tokens=self.cfg.max_tokens if self.cfg.sft_max_turn_tokens is None
                          else self.cfg.sft_max_turn_tokens,
                          validation_fraction=0.0, seed=self.cfg.seed)
-        summary = sft_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
+        settings = self.settings(self.cfg.teacher or TEACHER)
+        summary = self.train_run("sft", lambda out: sft_from_paths(settings, replace(req, out=out)),
+                                 lambda out: resume_sft(settings, out))
         keep = ("steps", "final_loss", "data_train", "data_rejected", "checkpoint")
         return {k: summary.get(k) for k in keep} | {"data": json.loads((self.root / "sft" / "data_stats.json")
                                                                         .read_text(encoding="utf-8"))}
@@ -222,18 +237,20 @@ class Pipeline:
         return {"gguf": str(export_checkpoint(checkpoint, out=target, base=self.cfg.student))}
 
     def rl(self) -> dict[str, Any]:
-        from worldsmith.app.train_rl import RLRequest, rl_from_paths
+        from worldsmith.app.train_rl import RLRequest, resume_rl, rl_from_paths
 
         train = self.root / "tasks" / "train"
         req = RLRequest(tasks=[train], data=self.expert_data(), model=str(self.root / "sft" / "checkpoint"),
-                        out=self.fresh("rl"), max_steps=self.cfg.rl_steps, prompts_per_step=self.cfg.rl_prompts,
+                        out=None, max_steps=self.cfg.rl_steps, prompts_per_step=self.cfg.rl_prompts,
                         num_generations=self.cfg.rl_generations,
                         max_turns=self.cfg.rl_turns or self.cfg.max_turns,
                         max_new_tokens=self.cfg.rl_tokens or self.cfg.max_tokens, lora=self.cfg.lora,
                         expert_max_tokens=self.cfg.rl_expert_max_tokens or self.cfg.sft_max_tokens,
                         expert_max_turn_tokens=self.cfg.sft_max_turn_tokens,
                         seed=self.cfg.seed)
-        summary = rl_from_paths(self.settings(self.cfg.teacher or TEACHER), req)
+        settings = self.settings(self.cfg.teacher or TEACHER)
+        summary = self.train_run("rl", lambda out: rl_from_paths(settings, replace(req, out=out)),
+                                 lambda out: resume_rl(settings, out))
         if not summary.get("steps"):
             raise RuntimeError(f"rl: no step trained ({summary.get('tasks')} usable train tasks for "
                                f"{self.cfg.rl_prompts} prompts per step); lower --rl-prompts or add train worlds")

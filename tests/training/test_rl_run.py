@@ -22,32 +22,45 @@ from tests.training.tiny_lm import tiny_model, tiny_tokenizer  # noqa: E402
 CODE = "<think>\nlook\n</think>\n<code>\nprint(open('sales.csv').read().count('north'))\n</code>"
 
 
-def test_three_step_sft_rl_run(tmp_path: Path, sales_csv: Path) -> None:
-    from datasets import Dataset
-
-    tok = tiny_tokenizer()
-    model = tiny_model(tok)
-    before = [p.detach().clone() for p in model.parameters()]
+def tiny_rl_rows(tok, data_file: Path) -> list[dict]:  # noqa: ANN001
+    """Two prompts of one question over `data_file`, the first with an expert answer for the SFT term."""
     prompts = [[{"role": "user", "content": f"How many north rows? ({i})"}] for i in range(2)]
     expert = prompts[0] + [{"role": "assistant", "content": "<think>\ncount\n</think>\n<answer>\n@n[1]\n</answer>"}]
     text = tok.apply_chat_template(expert, tokenize=False)
     ids = tok.encode(text, add_special_tokens=False)
     n_prompt = len(tok.encode(tok.apply_chat_template(prompts[0], tokenize=False, add_generation_prompt=True),
                               add_special_tokens=False))
-    rows = [{"prompt": p, "task_id": f"t{i}", "answers": json.dumps([{"name": "n", "value": 1}]),
-             "inputs": [str(sales_csv)], "expert_input_ids": ids if i == 0 else [],
+    return [{"prompt": p, "task_id": f"t{i}", "answers": json.dumps([{"name": "n", "value": 1}]),
+             "inputs": [str(data_file)], "expert_input_ids": ids if i == 0 else [],
              "expert_completion_mask": ([0] * n_prompt + [1] * (len(ids) - n_prompt)) if i == 0 else []}
             for i, p in enumerate(prompts)]
-    firsts = {tuple(tok.encode(tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True),
-                               add_special_tokens=False)) for p in prompts}
 
-    def generate(contexts):  # noqa: ANN001, ANN202 - first turn scripted code, then the model itself
+
+def scripted_first_turn(model, tok, rows: list[dict]):  # noqa: ANN001, ANN201
+    """A generator whose first turn is the scripted CODE cell and whose later turns the model samples itself."""
+    firsts = {tuple(tok.encode(tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True),
+                               add_special_tokens=False)) for r in rows}
+
+    def generate(contexts):  # noqa: ANN001, ANN202
         sampled = hf_generate(model, tok, contexts, max_new_tokens=12)
         return [tok.encode(CODE, add_special_tokens=False) + [tok.eos_token_id] if tuple(c) in firsts else s
                 for c, s in zip(contexts, sampled)]
 
-    def scripted_reward(prompts, completions, **kw):  # noqa: ANN001, ANN202
-        return [float(len(json.dumps(c)) % 7) for c in completions]
+    return generate
+
+
+def scripted_reward(prompts, completions, **kw):  # noqa: ANN001, ANN201
+    return [float(len(json.dumps(c)) % 7) for c in completions]
+
+
+def test_three_step_sft_rl_run(tmp_path: Path, sales_csv: Path) -> None:
+    from datasets import Dataset
+
+    tok = tiny_tokenizer()
+    model = tiny_model(tok)
+    before = [p.detach().clone() for p in model.parameters()]
+    rows = tiny_rl_rows(tok, sales_csv)
+    generate = scripted_first_turn(model, tok, rows)
 
     run = RunDir.create("train-rl", tmp_path, config={})
     backend = "local" if shutil.which("bwrap") else "process"

@@ -95,3 +95,26 @@ def test_a_world_listed_on_both_sides_is_refused(tmp_path: Path) -> None:
                          heldout_worlds=("finance:1",))
     with pytest.raises(ValueError, match="both for training and held out"):
         Pipeline(cfg, log=lambda s: None).worlds()
+
+
+def test_a_killed_training_stage_resumes_and_one_that_cannot_starts_over(tmp_path: Path) -> None:
+    pipe = Pipeline(PipelineConfig(out=tmp_path / "run"), log=lambda _: None)
+    calls: list[tuple[str, str]] = []
+
+    def start(out: Path) -> dict[str, Any]:
+        calls.append(("start", sorted(p.name for p in out.iterdir()) if out.exists() else "absent"))
+        return {"how": "start"}
+
+    def resume(out: Path) -> dict[str, Any]:
+        calls.append(("resume", out.name))
+        if (out / "changed").exists():
+            raise ValueError("the training data … differs")
+        return {"how": "resume"}
+
+    assert pipe.train_run("sft", start, resume) == {"how": "start"}  # no run yet
+    (tmp_path / "run" / "sft").mkdir()
+    (tmp_path / "run" / "sft" / "events.jsonl").write_text("{}\n")
+    assert pipe.train_run("sft", start, resume) == {"how": "resume"}  # a killed run
+    (tmp_path / "run" / "sft" / "changed").write_text("")
+    assert pipe.train_run("sft", start, resume) == {"how": "start"}  # refused: a fresh, emptied folder
+    assert calls == [("start", "absent"), ("resume", "sft"), ("resume", "sft"), ("start", "absent")]

@@ -5,15 +5,17 @@
 
 Order: resolve the tokenizer, build the dataset (so bad data fails before a model is loaded), then load the
 student and train. Everything lands in one run directory: config.json, events.jsonl, data_stats.json, curves.png,
-history.json, summary.json, report.md and checkpoint/.
+history.json, summary.json, report.md and checkpoint/. A killed run continues with `resume_sft(settings, RUN)`:
+the request comes back from its config.json and training from its newest Trainer checkpoint (checkpoints.py).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from worldsmith.core.config import Settings
 from worldsmith.core.runs import RunDir
@@ -46,11 +48,85 @@ class SFTRequest:
     seed: int = 0
     oracle_system_prompt: bool = True
     """Give engine oracles (written without a system prompt) the analyst's, so they train as the agent is prompted."""
+    save_every_steps: int = 0
+    """A resumable checkpoint every N optimizer steps (0: by time only)."""
+    save_every_minutes: float = 10.0
+    """A resumable checkpoint every M minutes of training (0: by steps only)."""
+
+
+Request = TypeVar("Request")
+
+
+def request_config(req: Any) -> dict[str, Any]:
+    """A request as config.json keeps it: paths absolute, so `--resume` finds them from any working directory."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, Path):
+            return str(v.resolve())
+        return [plain(x) for x in v] if isinstance(v, list) else v
+
+    return {k: plain(v) for k, v in asdict(req).items()}
+
+
+def request_from_config(cls: type[Request], saved: dict[str, Any]) -> Request:
+    """The request a run was started with, back from its config.json (`request_config`)."""
+    kinds = {f.name: str(f.type) for f in fields(cls)}  # type: ignore[arg-type]
+    values = {}
+    for name, value in saved.items():
+        if name not in kinds:
+            continue  # a field an older version had
+        if "list[Path]" in kinds[name]:
+            value = [Path(v) for v in value or []]
+        elif "Path" in kinds[name] and value is not None:
+            value = Path(value)
+        values[name] = value
+    return cls(**values)
+
+
+def saved_run(run_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A run directory's config.json and events, or an actionable error for a folder that is not a run."""
+    from worldsmith.core.store import read_jsonl
+
+    config, events = run_path / "config.json", run_path / "events.jsonl"
+    if not config.is_file() or not events.is_file():
+        raise FileNotFoundError(f"{run_path}: not a training run directory (no config.json / events.jsonl); give "
+                                "the folder `worldsmith train` printed as its run directory")
+    return json.loads(config.read_text(encoding="utf-8")), read_jsonl(events)
+
+
+def check_fingerprint(run_path: Path, saved: dict[str, Any], now: str) -> None:
+    if saved.get("data_fingerprint") not in (None, now):
+        raise ValueError(f"{run_path}: the training data built from its inputs differs from the run's (fingerprint "
+                         f"{now}, was {saved['data_fingerprint']}); a resume needs the same data and settings. "
+                         "Start a new run instead.")
 
 
 def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[int, int], None] | None = None
                    ) -> dict[str, Any]:
     """Build the dataset from `req.data`, fine-tune `req.model`, write the run directory; return its summary."""
+    run_config, data_config, data = _sft_data(settings, req)
+    config = {"request": request_config(req), "sft": asdict(run_config), "data": asdict(data_config),
+              "data_fingerprint": _data_fingerprint(data), "settings": settings.masked()}
+    run = RunDir.create_at("train-sft", settings.runs_dir, req.out, config)
+    run.write_json("data_stats.json", data.stats.to_dict())
+    return _train_sft(settings, req, run_config, data, run, None, progress)
+
+
+def resume_sft(settings: Settings, run_path: Path, *, progress: Callable[[int, int], None] | None = None
+               ) -> dict[str, Any]:
+    """Continue a killed `train sft` run in its own directory, from its newest complete Trainer checkpoint (from the
+    start when it saved none); refused when it finished or when its data no longer builds the same."""
+    from worldsmith.training.checkpoints import TRAINER_DIR, latest_checkpoint, refuse_finished
+
+    saved, events = saved_run(run_path)
+    refuse_finished(run_path, events)
+    req = request_from_config(SFTRequest, saved["request"])
+    run_config, _, data = _sft_data(settings, req)
+    check_fingerprint(run_path, saved, _data_fingerprint(data))
+    run = RunDir.open(run_path)
+    return _train_sft(settings, req, run_config, data, run, latest_checkpoint(run_path / TRAINER_DIR), progress)
+
+
+def _sft_data(settings: Settings, req: SFTRequest) -> tuple[Any, Any, Any]:
     from worldsmith.agents.analyst import system_prompt
     from worldsmith.training.data import (
         DataConfig,
@@ -58,31 +134,42 @@ def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[i
         collection_meta,
         load_trajectories,
     )
-    from worldsmith.training.models import load_student, load_tokenizer
-    from worldsmith.training.sft import SFTRunConfig, train_sft
+    from worldsmith.training.models import load_tokenizer
+    from worldsmith.training.sft import SFTRunConfig
 
     if not req.data:
         raise ValueError("train sft: give at least one --data path (an eval run, a task collection or a folder)")
     run_config = SFTRunConfig(epochs=req.epochs, max_steps=req.max_steps, lr=req.lr, lora=req.lora,
-                              batch_size=req.batch_size, grad_accum=req.grad_accum, seed=req.seed)
+                              batch_size=req.batch_size, grad_accum=req.grad_accum, seed=req.seed,
+                              save_every_steps=req.save_every_steps, save_every_minutes=req.save_every_minutes)
     turn_limit = settings.analyst.max_tokens_per_turn if req.max_turn_tokens is None else req.max_turn_tokens
     data_config = DataConfig(max_tokens=req.max_tokens, overflow=req.overflow,  # type: ignore[arg-type]
                              validation_fraction=req.validation_fraction, seed=req.seed,
                              max_turn_tokens=turn_limit or None)
-    models_dir = settings.llm.resolved_models_dir(settings.home)
-    tokenizer = load_tokenizer(req.model, models_dir=models_dir)
+    tokenizer = load_tokenizer(req.model, models_dir=settings.llm.resolved_models_dir(settings.home))
     trajectories, meta = load_trajectories(req.data, system_prompt=system_prompt() if req.oracle_system_prompt else None)
     for coll in req.tasks:
         meta.update(collection_meta(coll))
-    data = build_sft_dataset(trajectories, tokenizer, tasks=meta, config=data_config)
-    config = {"request": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(req).items()},
-              "sft": asdict(run_config), "data": asdict(data_config), "settings": settings.masked()}
-    run = RunDir.create_at("train-sft", settings.runs_dir, req.out, config)
-    run.write_json("data_stats.json", data.stats.to_dict())
+    return run_config, data_config, build_sft_dataset(trajectories, tokenizer, tasks=meta, config=data_config)
+
+
+def _data_fingerprint(data: Any) -> str:
+    from worldsmith.training.checkpoints import fingerprint
+
+    splits = [data.train] + ([data.validation] if data.validation is not None else [])
+    return fingerprint((row["input_ids"], row["completion_mask"]) for split in splits for row in split)
+
+
+def _train_sft(settings: Settings, req: SFTRequest, run_config: Any, data: Any, run: RunDir, resume_from: Path | None,
+               progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    from worldsmith.training.models import load_student
+    from worldsmith.training.sft import train_sft
+
     try:
-        model, tokenizer = load_student(req.model, models_dir=models_dir, seed=req.seed)
+        model, tokenizer = load_student(req.model, models_dir=settings.llm.resolved_models_dir(settings.home),
+                                        seed=req.seed)
         result = train_sft(data, model, tokenizer, run_config, run, model_name=req.model,
-                           max_length=req.max_tokens, progress=progress)
+                           max_length=req.max_tokens, progress=progress, resume_from=resume_from)
     except BaseException as exc:
         run.finish(status="failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -5,7 +5,8 @@
 
 Order: tokenizer → expert examples (`--data`: the SFT dataset builder over trajectories; one per task feeds the SFT
 term) → RL rows (`--tasks`) → model → training. The run directory holds config.json, events.jsonl, data_stats.json,
-history.json, curves.png, summary.json, report.md and checkpoint/.
+history.json, curves.png, summary.json, report.md, rollouts.jsonl and checkpoint/. A killed run continues with
+`resume_rl(settings, RUN)`, from its newest Trainer checkpoint (checkpoints.py).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class RLRequest:
     expert_max_turn_tokens: int | None = None
     """Experts with a longer assistant turn are dropped (tokens); None: max_new_tokens, 0: no limit."""
     seed: int = 0
+    save_every_steps: int = 0
+    """A resumable checkpoint every N optimizer steps (0: by time only)."""
+    save_every_minutes: float = 10.0
+    """A resumable checkpoint every M minutes of training (0: by steps only)."""
 
 
 def reward_functions(name: str) -> tuple[list[Any], list[float]]:
@@ -76,10 +81,47 @@ def well_formed_reward(prompts: Any, completions: Any, **kwargs: Any) -> list[fl
 def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int, int], None] | None = None
                   ) -> dict[str, Any]:
     """Build the RL rows (and experts), train `req.model` with SFT+RL, write the run directory; return its summary."""
+    from worldsmith.app.train import request_config
+    from worldsmith.training.checkpoints import fingerprint
+
+    data = _rl_data(settings, req)
+    run = RunDir.create_at("train-rl", settings.runs_dir, req.out,
+                           {"request": request_config(req), "rl": asdict(data.cfg),
+                            "data_fingerprint": fingerprint(data.rows), "settings": settings.masked()})
+    run.write_json("data_stats.json", asdict(data.stats))
+    return _train_rl(settings, req, data, run, None, progress)
+
+
+def resume_rl(settings: Settings, run_path: Path, *, progress: Callable[[int, int], None] | None = None
+              ) -> dict[str, Any]:
+    """Continue a killed `train rl` run in its own directory, from its newest complete Trainer checkpoint (from the
+    start when it saved none); refused when it finished or when its tasks no longer build the same rows."""
+    from worldsmith.app.train import check_fingerprint, request_from_config, saved_run
+    from worldsmith.training.checkpoints import TRAINER_DIR, fingerprint, latest_checkpoint, refuse_finished
+
+    saved, events = saved_run(run_path)
+    refuse_finished(run_path, events)
+    req = request_from_config(RLRequest, saved["request"])
+    data = _rl_data(settings, req)
+    check_fingerprint(run_path, saved, fingerprint(data.rows))
+    run = RunDir.open(run_path)
+    return _train_rl(settings, req, data, run, latest_checkpoint(run_path / TRAINER_DIR), progress)
+
+
+@dataclass
+class _RLData:
+    cfg: Any  # RLRunConfig
+    rewards: list[Any]
+    rows: list[dict[str, Any]]
+    dataset: Any
+    stats: Any  # RLDataStats
+
+
+def _rl_data(settings: Settings, req: RLRequest) -> _RLData:
     from worldsmith.core.taskpkg import TaskCollection, read_task_package
-    from worldsmith.training.models import load_student, load_tokenizer
+    from worldsmith.training.models import load_tokenizer
     from worldsmith.training.rl_data import rl_dataset, rl_rows
-    from worldsmith.training.rl_run import RLRunConfig, train_rl
+    from worldsmith.training.rl_run import RLRunConfig
 
     if not req.tasks:
         raise ValueError("train rl: give at least one --tasks collection")
@@ -88,30 +130,34 @@ def rl_from_paths(settings: Settings, req: RLRequest, *, progress: Callable[[int
                       num_generations=req.num_generations, grad_accum=req.grad_accum, lr=req.lr,
                       gamma_schedule=req.gamma, lora=req.lora, gspo=req.gspo, max_turns=req.max_turns,
                       max_completion_tokens=req.max_completion_tokens, max_new_tokens=req.max_new_tokens,
-                      temperature=req.temperature, pool_size=req.pool_size, reward_weights=weights, seed=req.seed)
-    models_dir = settings.llm.resolved_models_dir(settings.home)
-    tokenizer = load_tokenizer(req.model, models_dir=models_dir)
+                      temperature=req.temperature, pool_size=req.pool_size, reward_weights=weights, seed=req.seed,
+                      save_every_steps=req.save_every_steps, save_every_minutes=req.save_every_minutes)
+    tokenizer = load_tokenizer(req.model, models_dir=settings.llm.resolved_models_dir(settings.home))
     turn_limit = req.max_new_tokens if req.expert_max_turn_tokens is None else req.expert_max_turn_tokens
     experts = _experts(req.data, tokenizer, req.expert_max_tokens, turn_limit or None) if req.data else {}
     # the index's split is authoritative (a package may predate assign_splits); test/dev never train
     tasks = [read_task_package(Path(coll) / e.path) for coll in req.tasks for e in TaskCollection(coll).entries()
              if e.split not in ("test", "dev")][:req.max_tasks]
     rows, stats = rl_rows(tasks, experts)
-    dataset = rl_dataset(rows)
-    request = {k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v)
-               for k, v in asdict(req).items()}
-    run = RunDir.create_at("train-rl", settings.runs_dir, req.out,
-                           {"request": request, "rl": asdict(cfg), "settings": settings.masked()})
-    run.write_json("data_stats.json", asdict(stats))
+    return _RLData(cfg, rewards, rows, rl_dataset(rows), stats)
+
+
+def _train_rl(settings: Settings, req: RLRequest, data: _RLData, run: RunDir, resume_from: Path | None,
+              progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    from worldsmith.training.models import load_student
+    from worldsmith.training.rl_run import train_rl
+
     try:
-        model, tokenizer = load_student(req.model, models_dir=models_dir, seed=req.seed)
-        summary = train_rl(dataset, model, tokenizer, cfg, run, rewards, sandbox=settings.sandbox, progress=progress)
+        model, tokenizer = load_student(req.model, models_dir=settings.llm.resolved_models_dir(settings.home),
+                                        seed=req.seed)
+        summary = train_rl(data.dataset, model, tokenizer, data.cfg, run, data.rewards, sandbox=settings.sandbox,
+                           progress=progress, resume_from=resume_from)
     except BaseException as exc:
         run.finish(status="failed", error=f"{type(exc).__name__}: {exc}")
         raise
     run.finish(status="ok", steps=summary["steps"], final_reward=summary["final_reward"])
     return {"status": "ok", "run_dir": str(run.path), "report": str(run.path / "report.md"),
-            "tasks": stats.rows, "with_expert": stats.with_expert, **summary}
+            "tasks": data.stats.rows, "with_expert": data.stats.with_expert, **summary}
 
 
 def _experts(paths: list[Path], tokenizer: Any, max_tokens: int, max_turn_tokens: int | None

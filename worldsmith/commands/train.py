@@ -63,11 +63,27 @@ def step_reporter(label: str, show: bool) -> tuple[Progress, Callable[[int, int]
     return progress, on_step
 
 
+def check_resume(ctx: typer.Context, resume: Path | None, *, needed: str) -> None:
+    """`--resume RUN` takes every training option from the run's config.json: refuse others given beside it, and
+    without it require `needed` (the command's one required input)."""
+    given = [p for p in ctx.command.params if p.name not in ("resume", "json_out")  # (typer vendors click: by name)
+             and getattr(ctx.get_parameter_source(p.name), "name", None) == "COMMANDLINE"]
+    if resume is not None:
+        if not resume.is_dir():
+            fail(f"--resume {resume}: no such run directory", code=EXIT_USAGE)
+        if given:
+            fail(f"--resume continues the run with the options it was started with (its config.json); drop "
+                 f"{', '.join(p.opts[0] for p in given)}", code=EXIT_USAGE)
+    elif not ctx.params.get(needed.lstrip("-").replace("-", "_")):
+        fail(f"give {needed} (or --resume RUN to continue a killed run)", code=EXIT_USAGE)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(build_train_app(), name="train")
 
 
-def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run dir, task collection (its oracle trajectories) or folder of trajectory JSON (repeatable).")],
+def sft_cmd(ctx: typer.Context,
+            data: Annotated[list[Path] | None, typer.Option("--data", help="Eval run dir, task collection (its oracle trajectories) or folder of trajectory JSON (repeatable).")] = None,
             model: Annotated[str, typer.Option(help="Student: 'tiny', an embedded model name (smollm2-135m, qwen2.5-coder-0.5b) or a Hugging Face checkpoint path.")] = "smollm2-135m",
             out: Annotated[Path | None, typer.Option(help="Run directory to create (default: runs/<stamp>-train-sft-…).")] = None,
             tasks: Annotated[list[Path] | None, typer.Option("--tasks", help="Task collection giving groups and splits (repeatable).")] = None,
@@ -82,24 +98,33 @@ def sft_cmd(data: Annotated[list[Path], typer.Option("--data", help="Eval run di
             max_turn_tokens: Annotated[int | None, typer.Option(help="Assistant turns longer than this (tokens) stay as context but never train; a trajectory left with no trainable turn is dropped (default: the analyst's per-turn budget, analyst.max_tokens_per_turn; 0: no limit).")] = None,
             validation: Annotated[float, typer.Option(help="Share of worlds/workspaces held out for validation.")] = 0.1,
             seed: Annotated[int, typer.Option(help="Seed for the split, the tiny model and training.")] = 0,
+            save_every_steps: Annotated[int, typer.Option(help="A resumable checkpoint every N optimizer steps (0: by time only).")] = 0,
+            save_every_minutes: Annotated[float, typer.Option(help="A resumable checkpoint every M minutes of training (0: by steps only).")] = 10.0,
+            resume: Annotated[Path | None, typer.Option(help="Continue a killed run in its run directory, from its newest checkpoint (its options come from the run's config.json).")] = None,
             json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
     """Supervised fine-tuning: only the model's own valid turns train; writes curves, report and checkpoint."""
-    from worldsmith.app.train import SFTRequest, sft_from_paths
+    from worldsmith.app.train import SFTRequest, resume_sft, sft_from_paths
     from worldsmith.core.store import ArtifactError
     from worldsmith.llm import LLMError
 
-    for p in data:
+    check_resume(ctx, resume, needed="--data")
+    for p in data or []:
         if not p.exists():
             fail(f"--data {p}: no such folder", code=EXIT_USAGE)
     if overflow not in ("drop", "truncate"):
         fail(f"--overflow must be drop or truncate, got {overflow!r}", code=EXIT_USAGE)
-    req = SFTRequest(data=list(data), model=model, out=out, tasks=list(tasks or []), epochs=epochs, lr=lr, lora=lora,
-                     max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum, max_tokens=max_tokens,
-                     overflow=overflow, max_turn_tokens=max_turn_tokens, validation_fraction=validation, seed=seed)
     progress, on_step = step_reporter("sft", show=not json_out)
     with friendly_errors(ValueError, FileNotFoundError, FileExistsError, ArtifactError, ImportError, RuntimeError,
                          LLMError), progress:
-        summary = sft_from_paths(STATE.settings(), req, progress=on_step)
+        if resume is not None:
+            summary = resume_sft(STATE.settings(), resume, progress=on_step)
+        else:
+            req = SFTRequest(data=list(data or []), model=model, out=out, tasks=list(tasks or []), epochs=epochs,
+                             lr=lr, lora=lora, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
+                             max_tokens=max_tokens, overflow=overflow, max_turn_tokens=max_turn_tokens,
+                             validation_fraction=validation, seed=seed, save_every_steps=save_every_steps,
+                             save_every_minutes=save_every_minutes)
+            summary = sft_from_paths(STATE.settings(), req, progress=on_step)
     if json_out:
         emit_json(summary)
         return

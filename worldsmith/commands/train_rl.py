@@ -20,7 +20,8 @@ def add_rl_command(train_app: typer.Typer) -> None:
 register_train = add_rl_command  # the name commands/train.py looks for in its extension modules
 
 
-def rl_cmd(tasks: Annotated[list[Path], typer.Option("--tasks", help="Task collection whose closed-form train tasks are rolled out (repeatable).")],
+def rl_cmd(ctx: typer.Context,
+           tasks: Annotated[Optional[list[Path]], typer.Option("--tasks", help="Task collection whose closed-form train tasks are rolled out (repeatable).")] = None,
            data: Annotated[Optional[list[Path]], typer.Option("--data", help="Expert trajectories for the SFT term: eval run, task collection (oracles) or folder (repeatable).")] = None,
            model: Annotated[str, typer.Option(help="Student: 'tiny', an embedded model name, or a checkpoint path (e.g. from `train sft`).")] = "tiny",
            out: Annotated[Optional[Path], typer.Option(help="Run directory to create (default: runs/<stamp>-train-rl-…).")] = None,
@@ -41,27 +42,36 @@ def rl_cmd(tasks: Annotated[list[Path], typer.Option("--tasks", help="Task colle
            max_tasks: Annotated[Optional[int], typer.Option(help="Use at most N tasks.")] = None,
            expert_max_tokens: Annotated[int, typer.Option(help="Longest expert example for the SFT term (tokens).")] = 4096,
            seed: Annotated[int, typer.Option(help="Seed for sampling and the tiny model.")] = 0,
+           save_every_steps: Annotated[int, typer.Option(help="A resumable checkpoint every N optimizer steps (0: by time only).")] = 0,
+           save_every_minutes: Annotated[float, typer.Option(help="A resumable checkpoint every M minutes of training (0: by steps only).")] = 10.0,
+           resume: Annotated[Optional[Path], typer.Option(help="Continue a killed run in its run directory, from its newest checkpoint (its options come from the run's config.json).")] = None,
            json_out: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False) -> None:
     """SFT+RL: γ·SFT + (1−γ)·DAPO over multi-turn sandboxed rollouts; writes curves, report and checkpoint."""
-    from worldsmith.app.train_rl import REWARDS, RLRequest, rl_from_paths
-    from worldsmith.commands.train import step_reporter
+    from worldsmith.app.train_rl import REWARDS, RLRequest, resume_rl, rl_from_paths
+    from worldsmith.commands.train import check_resume, step_reporter
     from worldsmith.core.store import ArtifactError
     from worldsmith.tools.sandbox import SandboxError
 
-    for p in [*tasks, *(data or [])]:
+    check_resume(ctx, resume, needed="--tasks")
+    for p in [*(tasks or []), *(data or [])]:
         if not p.exists():
             fail(f"{p}: no such folder", code=EXIT_USAGE)
     if reward not in REWARDS:
         fail(f"--reward must be one of {', '.join(REWARDS)}, got {reward!r}", code=EXIT_USAGE)
-    req = RLRequest(tasks=list(tasks), data=list(data or []), model=model, out=out, max_steps=max_steps,
-                    prompts_per_step=prompts, num_generations=generations, grad_accum=grad_accum, lr=lr, gamma=gamma,
-                    lora=lora, gspo=gspo, max_turns=max_turns, max_completion_tokens=max_tokens,
-                    max_new_tokens=max_new_tokens, temperature=temperature, reward=reward, pool_size=pool,
-                    max_tasks=max_tasks, expert_max_tokens=expert_max_tokens, seed=seed)
     progress, on_step = step_reporter("rl", show=not json_out)
     with friendly_errors(ValueError, FileNotFoundError, FileExistsError, ArtifactError, ImportError, RuntimeError,
                          SandboxError), progress:
-        summary = rl_from_paths(STATE.settings(), req, progress=on_step)
+        if resume is not None:
+            summary = resume_rl(STATE.settings(), resume, progress=on_step)
+        else:
+            req = RLRequest(tasks=list(tasks or []), data=list(data or []), model=model, out=out,
+                            max_steps=max_steps, prompts_per_step=prompts, num_generations=generations,
+                            grad_accum=grad_accum, lr=lr, gamma=gamma, lora=lora, gspo=gspo, max_turns=max_turns,
+                            max_completion_tokens=max_tokens, max_new_tokens=max_new_tokens,
+                            temperature=temperature, reward=reward, pool_size=pool, max_tasks=max_tasks,
+                            expert_max_tokens=expert_max_tokens, seed=seed, save_every_steps=save_every_steps,
+                            save_every_minutes=save_every_minutes)
+            summary = rl_from_paths(STATE.settings(), req, progress=on_step)
     if json_out:
         emit_json(summary)
         return

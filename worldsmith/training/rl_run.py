@@ -8,11 +8,15 @@ curves.png (reward, γ, L_SFT / L_RL, entropy, void rate), summary.json, report.
 tokenizer; LoRA adapters are merged first so the checkpoint loads as a plain model). rollouts.jsonl gets every
 completion of every step as it is scored: the messages the student wrote and read, its answer, each reward
 function's score, the advantage it trained with and why it was masked (void turn, equal-reward group).
+While it trains, `trainer/checkpoint-<step>/` is saved every `save_every_steps` steps or `save_every_minutes` minutes;
+`train_rl(..., resume_from=…)` continues from one, and drops the rollouts.jsonl lines of the steps it redoes.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -20,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.runs import RunDir
-from worldsmith.core.store import append_jsonl
+from worldsmith.core.store import append_jsonl, atomic_write_text, read_jsonl
 from worldsmith.core.sandbox_config import SandboxConfig
+from worldsmith.training.checkpoints import FINAL_DIR, TRAINER_DIR, checkpoint_step, save_callback, save_final
 from worldsmith.training.rollout import RolloutConfig, SandboxEnvironment, TurnGenerator, rollout_reward
 
 #: ``progress(step, total_steps)`` after each optimizer step.
@@ -58,6 +63,8 @@ class RLRunConfig:
     seed: int = 0
     bf16: bool = False
     save_checkpoint: bool = True
+    save_every_steps: int = 0  # a resumable Trainer checkpoint every N optimizer steps (0: by time only)
+    save_every_minutes: float = 10.0  # … and every M minutes of training (0: by steps only)
 
 
 def trainer_config(cfg: RLRunConfig, output_dir: Path) -> Any:
@@ -71,7 +78,7 @@ def trainer_config(cfg: RLRunConfig, output_dir: Path) -> Any:
         gamma_schedule=cfg.gamma_schedule, mask_void=cfg.mask_void, filter_equal_groups=cfg.filter_equal_groups,
         **objective_settings(cfg.gspo), beta=cfg.beta, seed=cfg.seed,
         reward_weights=cfg.reward_weights,
-        logging_steps=1, save_strategy="no", report_to=[], bf16=cfg.bf16, use_cpu=not _cuda(),
+        logging_steps=1, save_strategy="no", save_total_limit=1, report_to=[], bf16=cfg.bf16, use_cpu=not _cuda(),
         log_completions=False, disable_tqdm=True)  # progress goes through `progress`; stdout stays free for --json
 
 
@@ -96,8 +103,10 @@ def build_trainer(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, ou
 
 def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: RunDir,
              reward_funcs: Sequence[Callable[..., list[float]]], *, sandbox: SandboxConfig | None = None,
-             generator: TurnGenerator | None = None, progress: Progress | None = None) -> dict[str, Any]:
-    """Train, then write history, curves, summary, report and checkpoint into `run`; returns the summary."""
+             generator: TurnGenerator | None = None, progress: Progress | None = None,
+             resume_from: Path | None = None) -> dict[str, Any]:
+    """Train (from the Trainer checkpoint `resume_from`, when given), then write history, curves, summary, report
+    and checkpoint into `run`; returns the summary."""
     from transformers import PrinterCallback, TrainerCallback
 
     env = SandboxEnvironment(tokenizer, RolloutConfig(max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens,
@@ -113,21 +122,27 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
             if progress is not None:
                 progress(state.global_step, state.max_steps)
 
+    first = (checkpoint_step(resume_from) or 0) if resume_from is not None else 0
+    drop_samples_after(run.path / SAMPLES, first)  # the steps this run does (again)
     start = time.perf_counter()
     try:
-        trainer = build_trainer(dataset, model, tokenizer, cfg, run.path / "trainer", reward_funcs, env)
+        trainer = build_trainer(dataset, model, tokenizer, cfg, run.path / TRAINER_DIR, reward_funcs, env)
         trainer.sample_log = lambda records: log_samples(run.path / SAMPLES, trainer.state.global_step + 1, records)
         trainer.add_callback(_Events())
+        if cfg.save_checkpoint:
+            trainer.add_callback(save_callback(cfg.save_every_steps, cfg.save_every_minutes))
         trainer.remove_callback(PrinterCallback)  # it prints every log dict to stdout; events.jsonl keeps them
-        trainer.train()
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
     finally:
         env.close()
     history = [h for h in trainer.state.log_history if "sft/gamma" in h or "reward" in h]
     run.write_json("history.json", history)
     curves = plot_curves(history, run.path / "curves.png")
-    checkpoint = save_checkpoint(trainer, tokenizer, run.path / "checkpoint") if cfg.save_checkpoint else None
+    checkpoint = save_final(trainer, tokenizer, run.path / FINAL_DIR) if cfg.save_checkpoint else None
+    shutil.rmtree(run.path / TRAINER_DIR, ignore_errors=True)  # the resume points; the final model is saved
     last = history[-1] if history else {}
     summary = {"steps": int(trainer.state.global_step), "seconds": round(time.perf_counter() - start, 1),
+               "resumed_from_step": first or None,
                "final_reward": last.get("reward"), "final_gamma": last.get("sft/gamma"),
                "final_sft_loss": last.get("sft/loss"), "final_rl_loss": last.get("rl/loss"),
                "void_rate": last.get("rl/void_rate"), "rollout_generation_s": round(env.timings.generation_s, 2),
@@ -140,19 +155,17 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
     return summary
 
 
+def drop_samples_after(path: Path, step: int) -> None:
+    """Keep only the SAMPLES lines of steps ≤ `step` (a resumed run redoes the later ones; 0: start afresh)."""
+    if path.is_file():
+        kept = [r for r in read_jsonl(path) if int(r.get("step", 0)) <= step]
+        atomic_write_text(path, "".join(json.dumps(r, default=str) + "\n" for r in kept))
+
+
 def log_samples(path: Path, step: int, records: Sequence[dict[str, Any]]) -> None:
     """Append each completion of a generation batch to SAMPLES (`rl.rollout_samples`), tagged with its step."""
     for rec in records:
         append_jsonl(path, {"step": step, **rec})
-
-
-def save_checkpoint(trainer: Any, tokenizer: Any, path: Path) -> Path:
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    if hasattr(model, "merge_and_unload"):  # LoRA: a plain model that loads without peft
-        model = model.merge_and_unload()
-    model.save_pretrained(str(path))
-    tokenizer.save_pretrained(str(path))
-    return path
 
 
 def plot_curves(history: list[dict[str, Any]], path: Path) -> Path | None:

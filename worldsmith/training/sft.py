@@ -7,12 +7,15 @@ The dataset (data.py) is already tokenized with a `labels` column (-100 outside 
 `nll` loss, normalised by the number of trained tokens in the accumulated batch). Every logged step goes to the run's
 events.jsonl; at the end the run directory holds `curves.png`, `history.json`, `report.md` and the checkpoint
 (`checkpoint/`: model + tokenizer; LoRA adapters are merged so the folder is a plain Hugging Face model that the `hf`
-LLM provider and llama.cpp's GGUF converter read).
+LLM provider and llama.cpp's GGUF converter read). While it trains, `trainer/checkpoint-<step>/` is saved every
+`save_every_steps` steps or `save_every_minutes` minutes, which `train_sft(..., resume_from=…)` continues from
+(checkpoints.py).
 """
 
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.runs import RunDir
+from worldsmith.training.checkpoints import FINAL_DIR, TRAINER_DIR, checkpoint_step, save_callback, save_final
 from worldsmith.training.data import SFTData, rejected_summary
 from worldsmith.training.models import GGUF_EXPORT_HINT
 from worldsmith.training.report import last_value, plot_curves, table
@@ -59,6 +63,10 @@ class SFTRunConfig:
     """Mixed precision; None: on when a CUDA device supports bf16, off on CPU."""
     save: bool = True
     """Write the checkpoint (model + tokenizer) under the run directory."""
+    save_every_steps: int = 0
+    """A resumable Trainer checkpoint every N optimizer steps (0: by time only)."""
+    save_every_minutes: float = 10.0
+    """A resumable Trainer checkpoint every M minutes of training (0: by steps only)."""
 
     def __post_init__(self) -> None:
         if self.epochs <= 0 and self.max_steps <= 0:
@@ -68,6 +76,8 @@ class SFTRunConfig:
                              f"(got {self.batch_size}, {self.grad_accum})")
         if self.lr is not None and not self.lr > 0:
             raise ValueError(f"SFTRunConfig.lr must be positive, got {self.lr}")
+        if self.save_every_steps < 0 or self.save_every_minutes < 0:
+            raise ValueError("SFTRunConfig: save_every_steps and save_every_minutes must be ≥ 0")
 
     @property
     def learning_rate(self) -> float:
@@ -91,7 +101,8 @@ def _use_bf16(config: SFTRunConfig) -> bool:
 
 
 def sft_config(config: SFTRunConfig, output_dir: Path, *, has_validation: bool, max_length: int | None) -> Any:
-    """TRL's SFTConfig for our pre-tokenized data (labels given, no packing, no checkpoints mid-run)."""
+    """TRL's SFTConfig for our pre-tokenized data (labels given, no packing; mid-run checkpoints come from
+    `checkpoints.save_callback`, the newest one kept)."""
     from trl import SFTConfig
 
     return SFTConfig(output_dir=str(output_dir), num_train_epochs=config.epochs, max_steps=config.max_steps,
@@ -99,7 +110,7 @@ def sft_config(config: SFTRunConfig, output_dir: Path, *, has_validation: bool, 
                      per_device_eval_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
                      warmup_steps=config.warmup_ratio, lr_scheduler_type=config.scheduler,
                      weight_decay=config.weight_decay, max_grad_norm=config.max_grad_norm, seed=config.seed,
-                     data_seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
+                     data_seed=config.seed, logging_steps=1, save_strategy="no", save_total_limit=1, report_to="none",
                      eval_strategy="epoch" if has_validation else "no", max_length=max_length,
                      bf16=_use_bf16(config), packing=False, dataset_num_proc=None,
                      disable_tqdm=True)  # progress goes through `progress`; stdout stays free for --json
@@ -137,6 +148,9 @@ def build_trainer(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfi
     from trl import SFTTrainer
 
     args = sft_config(config, output_dir, has_validation=data.validation is not None, max_length=max_length)
+    callbacks = list(callbacks or [])
+    if config.save:
+        callbacks.append(save_callback(config.save_every_steps, config.save_every_minutes))
     trainer = SFTTrainer(model=model, args=args, train_dataset=data.train, eval_dataset=data.validation,
                          processing_class=tokenizer, peft_config=lora_config(config) if config.lora else None,
                          callbacks=callbacks)
@@ -144,33 +158,19 @@ def build_trainer(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfi
     return trainer
 
 
-def save_checkpoint(trainer: Any, tokenizer: Any, path: Path) -> Path:
-    """Model + tokenizer as a plain Hugging Face folder (LoRA merged), written beside and renamed into place."""
-    import shutil
-
-    model = trainer.model
-    if hasattr(model, "merge_and_unload"):  # a peft model: bake the adapters in
-        model = model.merge_and_unload()
-    tmp = path.with_name(f".{path.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.replace(path)
-    return path
-
-
 def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, run: RunDir, *,
-              model_name: str = "", max_length: int | None = None, progress: Progress | None = None) -> SFTResult:
-    """Train, then write curves, history, report and checkpoint into `run`. Raises RuntimeError when the loss is
-    not finite (the checkpoint is not saved then)."""
-    run.event("sft_started", model=model_name, config=asdict(config), data=data.stats.to_dict())
-    trainer = build_trainer(data, model, tokenizer, config, run.path / "trainer", callbacks=[_event_callback(run, progress)],
-                            max_length=max_length)
+              model_name: str = "", max_length: int | None = None, progress: Progress | None = None,
+              resume_from: Path | None = None) -> SFTResult:
+    """Train (from the Trainer checkpoint `resume_from`, when given), then write curves, history, report and
+    checkpoint into `run`. Raises RuntimeError when the loss is not finite (the checkpoint is not saved then)."""
+    run.event("sft_started", model=model_name, config=asdict(config), data=data.stats.to_dict(),
+              resumed_from=str(resume_from) if resume_from else None)
+    trainer = build_trainer(data, model, tokenizer, config, run.path / TRAINER_DIR,
+                            callbacks=[_event_callback(run, progress)], max_length=max_length)
+    first = (checkpoint_step(resume_from) or 0) if resume_from is not None else 0  # (rotated away as it trains)
     t0 = time.monotonic()
-    output = trainer.train()
+    output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     elapsed = time.monotonic() - t0
-    _remove_if_empty(run.path / "trainer")  # TRL's output_dir; nothing is saved there with save_strategy="no"
     history = list(trainer.state.log_history)
     run.write_json("history.json", history)
     plot_curves(history, run.path / "curves.png", keys=[k for k in CURVES if last_value(history, k) is not None],
@@ -179,7 +179,8 @@ def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, r
     summary = {"model": model_name, "steps": trainer.state.global_step, "epochs": round(trainer.state.epoch or 0, 3),
                "train_loss": output.training_loss, "final_loss": final_loss,
                "eval_loss": last_value(history, "eval_loss"), "seconds": round(elapsed, 2),
-               "seconds_per_step": round(elapsed / max(1, trainer.state.global_step), 3),
+               "seconds_per_step": round(elapsed / max(1, trainer.state.global_step - first), 3),
+               "resumed_from_step": first or None,
                "lr": config.learning_rate, "lora": config.lora, **{f"data_{k}": v for k, v in
                                                                    data.stats.to_dict().items() if k != "rejected"},
                "data_rejected": rejected_summary(data.stats)}
@@ -187,17 +188,13 @@ def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, r
         run.write_report(render_report(summary, None))
         raise RuntimeError(f"SFT run {run.path}: training loss is not finite ({output.training_loss}); "
                            "no checkpoint saved")
-    checkpoint = save_checkpoint(trainer, tokenizer, run.path / "checkpoint") if config.save else None
+    checkpoint = save_final(trainer, tokenizer, run.path / FINAL_DIR) if config.save else None
+    shutil.rmtree(run.path / TRAINER_DIR, ignore_errors=True)  # the resume points; the final model is saved
     summary["checkpoint"] = str(checkpoint) if checkpoint else None
     run.write_json("summary.json", summary)
     run.write_report(render_report(summary, checkpoint))
     run.event("sft_finished", **{k: v for k, v in summary.items() if k != "model"})
     return SFTResult(run_dir=run.path, checkpoint=checkpoint, history=history, summary=summary)
-
-
-def _remove_if_empty(folder: Path) -> None:
-    if folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
 
 
 def render_report(summary: dict[str, Any], checkpoint: Path | None) -> str:
