@@ -173,11 +173,19 @@ def test_statement_templates_do_not_give_the_direction_away() -> None:
 
 
 def test_the_pricing_world_specs_are_complete(world: Path) -> None:
+    import re
+
     files = _data_files(world)
     c = load_contract(world)
-    for pid, f in world_answer_specs(world).items():
+    specs = world_answer_specs(world)
+    for pid, f in specs.items():
         assert lint_answer_spec(f, files) == [], pid
         assert c.phenomenon(pid)
+        # a name in backticks is one the files spell (the key), never the kind of row: "the `invoices` records"
+        # read as a table, and the sqlite file's table is `billing`
+        assert set(re.findall(r"`([^`]+)`", f.population)) <= {"invoice_id", "account_id", "month"}, f.population
+    populations = {f.population.split(" (")[0] for f in specs.values()}
+    assert {"the invoice records, one row per `invoice_id`", "the account records, one row per `account_id`"} <= populations
 
 
 def test_packaging_drops_a_task_whose_spec_leaves_a_facet_open(world: Path, tmp_path: Path,

@@ -89,7 +89,9 @@ def answer_facets(c: WorldContract, plan: ReconcilePlan, ph: Phenomenon) -> Answ
     entity = recipe_entity(c, r)
     ent = c.entity(entity)
     key = ent.key or (c.entity(ent.parent).key if ent.parent else None) or entity
-    population = f"the `{entity}` records, one row per `{key}`" + (
+    # the kind of row in words, not in backticks: "the `invoices` records" read as a table named `invoices`, and the
+    # file holding them (`billing.sqlite`, table `billing`) has none
+    population = f"the {singular(entity).replace('_', ' ')} records, one row per `{key}`" + (
         f" and `{ent.time_column}`" if ent.kind == "panel" and ent.time_column else "") + \
         " (each record counted once: drop repeated copies of the same record)"
     base: dict[str, Any] = dict(name=ph.id, population=population, filters=_filters(c, r),
