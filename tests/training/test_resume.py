@@ -233,3 +233,16 @@ def test_train_rl_resumes_through_its_service_with_the_run_options(tmp_path: Pat
     assert [json.loads(line)["step"] for line in (out / "rollouts.jsonl").read_text().splitlines()] == \
         [1, 1, 2, 2, 3, 3]
     assert (out / "checkpoint" / "config.json").is_file() and not (out / "trainer").exists()
+
+
+def test_a_run_killed_after_its_final_save_is_finished_not_restarted(tmp_path: Path) -> None:
+    from worldsmith.training.checkpoints import refuse_finished
+
+    refuse_finished(tmp_path, [{"event": "run_started"}])  # a killed run: nothing says it ended
+    (tmp_path / "checkpoint").mkdir()
+    refuse_finished(tmp_path, [])  # a final model folder alone may be a save cut short
+    (tmp_path / "summary.json").write_text("{}")  # written after the final model: the training ended
+    with pytest.raises(ValueError, match="this run finished"):
+        refuse_finished(tmp_path, [{"event": "run_started"}])
+    with pytest.raises(ValueError, match="this run finished"):
+        refuse_finished(tmp_path / "other", [{"event": "run_finished", "status": "ok"}])

@@ -114,8 +114,10 @@ def fingerprint(rows: Iterable[Any]) -> str:
 
 
 def refuse_finished(run_path: Path, events: list[dict[str, Any]]) -> None:
-    """Raise when a run's last `run_finished` event says it ended well: there is nothing to resume."""
+    """Raise when the run ended well: its last `run_finished` event says so, or (killed in its last moments) its
+    summary.json and final model are written. There is nothing to resume then."""
     ends = [e for e in events if e.get("event") == "run_finished"]
-    if ends and ends[-1].get("status") == "ok":
+    if (ends and ends[-1].get("status") == "ok") or ((run_path / "summary.json").is_file()
+                                                     and (run_path / FINAL_DIR).is_dir()):
         raise ValueError(f"{run_path}: this run finished (its model is in {run_path / FINAL_DIR}); nothing to "
                          "resume. Start a new run, e.g. from that checkpoint with --model.")

@@ -139,7 +139,6 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
     run.write_json("history.json", history)
     curves = plot_curves(history, run.path / "curves.png")
     checkpoint = save_final(trainer, tokenizer, run.path / FINAL_DIR) if cfg.save_checkpoint else None
-    shutil.rmtree(run.path / TRAINER_DIR, ignore_errors=True)  # the resume points; the final model is saved
     last = history[-1] if history else {}
     summary = {"steps": int(trainer.state.global_step), "seconds": round(time.perf_counter() - start, 1),
                "resumed_from_step": first or None,
@@ -151,6 +150,7 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
                "curves": str(curves) if curves else None, "checkpoint": str(checkpoint) if checkpoint else None,
                "config": asdict(cfg)}
     run.write_json("summary.json", summary)
+    shutil.rmtree(run.path / TRAINER_DIR, ignore_errors=True)  # the resume points; the final model is saved
     run.write_report(render_report(summary, history))
     return summary
 

@@ -189,9 +189,9 @@ def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, r
         raise RuntimeError(f"SFT run {run.path}: training loss is not finite ({output.training_loss}); "
                            "no checkpoint saved")
     checkpoint = save_final(trainer, tokenizer, run.path / FINAL_DIR) if config.save else None
-    shutil.rmtree(run.path / TRAINER_DIR, ignore_errors=True)  # the resume points; the final model is saved
     summary["checkpoint"] = str(checkpoint) if checkpoint else None
     run.write_json("summary.json", summary)
+    shutil.rmtree(run.path / TRAINER_DIR, ignore_errors=True)  # the resume points; the final model is saved
     run.write_report(render_report(summary, checkpoint))
     run.event("sft_finished", **{k: v for k, v in summary.items() if k != "model"})
     return SFTResult(run_dir=run.path, checkpoint=checkpoint, history=history, summary=summary)
