@@ -153,10 +153,16 @@ def test_the_cli_resumes_with_the_run_options_only(tmp_path: Path, monkeypatch: 
     r = cli.invoke(app, ["train", "sft", "--resume", str(tmp_path / "nowhere")])
     assert r.exit_code == 2 and "no such run directory" in r.output
 
+    from worldsmith.app.train import SFTRequest, sft_from_paths
+
     out = tmp_path / "run"
-    r = cli.invoke(app, ["train", "sft", "--data", str(data), "--model", "tiny", "--max-steps", "2",
-                         "--validation", "0", "--out", str(out), "--json"])
+    settings = load_settings(overrides={"runs_dir": str(tmp_path / "runs"), "home": str(tmp_path / "home")})
+    with pytest.raises(Killed):
+        sft_from_paths(settings, SFTRequest(data=[data], model="tiny", max_steps=3, validation_fraction=0.0, out=out,
+                                            save_every_steps=1), progress=kill_at(3))
+    r = cli.invoke(app, ["train", "sft", "--resume", str(out)])
     assert r.exit_code == 0, r.output
+    assert "SFT tiny: 3 steps (resumed from step 2)" in r.output
     r = cli.invoke(app, ["train", "sft", "--resume", str(out), "--max-steps", "5"])
     assert r.exit_code == 2 and "drop --max-steps" in r.output
     r = cli.invoke(app, ["train", "rl", "--resume", str(out), "--lr", "1e-5"])

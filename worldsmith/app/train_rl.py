@@ -156,7 +156,7 @@ def _train_rl(settings: Settings, req: RLRequest, data: _RLData, run: RunDir, re
         run.finish(status="failed", error=f"{type(exc).__name__}: {exc}")
         raise
     run.finish(status="ok", steps=summary["steps"], final_reward=summary["final_reward"])
-    return {"status": "ok", "run_dir": str(run.path), "report": str(run.path / "report.md"),
+    return {"status": "ok", "run_dir": str(run.path), "report": str(run.path / "report.md"), "model": req.model,
             "tasks": data.stats.rows, "with_expert": data.stats.with_expert, **summary}
 
 

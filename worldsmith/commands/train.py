@@ -128,7 +128,8 @@ def sft_cmd(ctx: typer.Context,
     if json_out:
         emit_json(summary)
         return
-    console.print(f"SFT {model}: {summary['steps']} steps, loss {summary['final_loss']:.4f}, "
+    resumed = f" (resumed from step {summary['resumed_from_step']})" if summary.get("resumed_from_step") else ""
+    console.print(f"SFT {summary['model']}: {summary['steps']} steps{resumed}, loss {summary['final_loss']:.4f}, "
                   f"{summary['data_train']} train / {summary['data_validation']} validation examples "
                   f"(dropped: {summary['data_rejected']})", highlight=False)
     console.print(f"report: {summary['report']}\ncheckpoint: {summary['checkpoint']}", highlight=False)

@@ -75,6 +75,7 @@ def rl_cmd(ctx: typer.Context,
     if json_out:
         emit_json(summary)
         return
-    console.print(f"SFT+RL {model}: {summary['steps']} steps on {summary['tasks']} tasks "
+    resumed = f" (resumed from step {summary['resumed_from_step']})" if summary.get("resumed_from_step") else ""
+    console.print(f"SFT+RL {summary['model']}: {summary['steps']} steps{resumed} on {summary['tasks']} tasks "
                   f"({summary['with_expert']} with an expert), final reward {summary['final_reward']}", highlight=False)
     console.print(f"report: {summary['report']}\ncheckpoint: {summary['checkpoint']}", highlight=False)
