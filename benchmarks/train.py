@@ -4,10 +4,15 @@
     python benchmarks/train.py                 # the tiny model (2 layers, hidden 32), a few seconds a step
     python benchmarks/train.py --model smollm2-135m --steps 4   # an embedded model (needs its GGUF; slow on CPU)
     python benchmarks/train.py --model qwen2.5-coder-0.5b --generation-only --prompt-tokens 2800
+    python benchmarks/train.py --model qwen2.5-coder-0.5b --checkpoint-only [--lora]
 
 `--generation-only` times one rollout turn of `prompts × generations` contexts with `hf_generate`, the group's
 shared prompt prefilled once (its KV cache copied to each rollout) against every row prefilled in full, greedy so
 both produce the same tokens (checked); median of `--steps` repeats.
+
+`--checkpoint-only` times the resumable Trainer checkpoint `train sft` writes (weights or LoRA adapters, optimizer,
+scheduler, RNG; `worldsmith.training.sft` with a save after every step): seconds and MB a save, against seconds a
+step, and what a save costs at the default cadence (one every 10 minutes of training).
 
 Each figure is the median over the measured steps (the first step, which warms caches, is left out). RL rollouts
 play one scripted code turn first (so every rollout really runs a cell in its sandbox; a random model never writes
@@ -92,6 +97,37 @@ def bench_sft(model_name: str, steps: int, batch: int, out: Path) -> dict[str, f
     tokens = statistics.mean(len(r["input_ids"]) for r in rows) * batch
     step_s = statistics.median(clock.times[1:] or clock.times)
     return {"s/step": step_s, "tokens/s": tokens / step_s}
+
+
+def bench_checkpoint(model_name: str, steps: int, lora: bool, out: Path) -> dict[str, float]:
+    from datasets import Dataset
+    from transformers import TrainerCallback
+
+    from worldsmith.training.data import DataStats, SFTData
+    from worldsmith.training.sft import SFTRunConfig, build_trainer
+
+    saves: list[tuple[float, float]] = []  # (seconds, MB)
+
+    class SaveClock(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.t = time.perf_counter()  # the save follows this step's callbacks
+
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
+            saves.append((time.perf_counter() - self.t, size))
+
+    model, tok = load(model_name)
+    rows = expert_rows(tok, steps)
+    data = SFTData(train=Dataset.from_list([{"input_ids": r["input_ids"], "completion_mask": r["completion_mask"]}
+                                            for r in rows]), validation=None, stats=DataStats())
+    clock = StepClock()
+    cfg = SFTRunConfig(max_steps=steps + 1, lora=lora, save_every_steps=1, save_every_minutes=0)
+    build_trainer(data, model, tok, cfg, out / "ckpt", callbacks=[clock, SaveClock()]).train()
+    save_s = statistics.median(s for s, _ in saves[1:] or saves)
+    step_s = statistics.median(clock.times[1:] or clock.times)
+    return {"save s": save_s, "checkpoint MB": statistics.median(mb for _, mb in saves), "s/step (no save)": step_s,
+            "save / step": save_s / step_s, "overhead at one save per 10 min (%)": 100 * save_s / 600}
 
 
 def bench_rl(model_name: str, steps: int, prompts: int, generations: int, out: Path) -> dict[str, float]:
@@ -195,7 +231,20 @@ def main() -> None:
     parser.add_argument("--generation-only", action="store_true", help="time one rollout turn's generation only")
     parser.add_argument("--prompt-tokens", type=int, default=2800, help="--generation-only: tokens per prompt")
     parser.add_argument("--new-tokens", type=int, default=64, help="--generation-only: tokens per turn")
+    parser.add_argument("--checkpoint-only", action="store_true", help="time the resumable checkpoint of train sft")
+    parser.add_argument("--lora", action="store_true", help="--checkpoint-only: LoRA adapters instead of every weight")
     args = parser.parse_args()
+    if args.checkpoint_only:
+        out = Path(tempfile.mkdtemp(prefix="bench-ckpt-"))
+        try:
+            res = bench_checkpoint(args.model, args.steps, args.lora, out)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+        print(f"model {args.model}{' (LoRA)' if args.lora else ' (full)'}; a save after each of {args.steps + 1} "
+              f"steps, median of the last {args.steps}")
+        for k, v in res.items():
+            print(f"  {k:<40} {v:10.3f}")
+        return
     if args.generation_only:
         res = bench_generation(args.model, args.steps, args.prompts, args.generations, args.prompt_tokens,
                                args.new_tokens)
