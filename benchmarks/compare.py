@@ -6,7 +6,7 @@ question-runs with a Wilson 95% interval, and the min-max of the runs' accuracie
 which benchmarks first appear; the gap line is first − second (put the dev share first).
 
     python benchmarks/compare.py dev.json gen.json [dev-threads1.json gen-threads1.json ...] [--md out.md]
-        [--by-files benchmarks/data/generated-v3/tasks.jsonl]
+        [--by-files benchmarks/data/generated-v4/tasks.jsonl]
 
 --by-files splits the questions of that task set into those whose answer needs one data file (as a DABench
 question does) and those that need several (a join, parts of one table), pooled the same way, with the first
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> str:
     args = ap.parse_args(argv)
     if args.by_files is not None and not args.by_files.is_file():
         ap.error(f"--by-files {args.by_files}: no such file (the task set's tasks.jsonl, e.g. "
-                 "benchmarks/data/generated-v3/tasks.jsonl)")
+                 "benchmarks/data/generated-v4/tasks.jsonl)")
     groups: dict[str, list[dict]] = {}
     for path in args.results:
         s = load_summary(path, tasks=args.tasks)

@@ -1,10 +1,10 @@
-"""Generated benchmark (generated-v3): closed-form world tasks the analyst was never tuned on, frozen in the repo.
+"""Generated benchmark (generated-v4): closed-form world tasks the analyst was never tuned on, frozen in the repo.
 
 Every question is a world task with a complete answer spec (issue 10), written by the project itself from a fixed
 seed list: one template world per (domain, seed, rows) in SEED_LIST, built by the engine, audited, and given
 tasks with template requests (no LLM anywhere, so the build is deterministic). Up to PER_WORLD closed-form
 tasks per world are kept, distinct kinds of quantity first, and ordered round robin over the worlds (so
-`--limit 11` asks one question of every world). The frozen set lives in benchmarks/data/generated-v3/:
+`--limit 11` asks one question of every world). The frozen set lives in benchmarks/data/generated-v4/:
 
     tasks.jsonl     one Task per line (instruction, answers with their specs); workspace root = worlds/<world_id>
     manifest.json   the seed list and, per question: seed, template, task id, level, question, expected answers,
@@ -46,7 +46,10 @@ from worldsmith.core.store import sha256_file
 #: v3 (2026-12-07): each answer line's example value ("e.g. 12.35") lies more than three tolerances from the true
 #: value (`core.answer_spec.with_example`); in v2, copying engagement_performance_corr's "e.g. 0.43" passed (true
 #: 0.4236, ±0.04). Questions, answers and data files are otherwise v2's; v2 stays in benchmarks/data/generated-v2
-NAME = "generated-v3"
+#: v4 (2026-12-07): the population names the kind of row in words ("the shipment records, one row per
+#: `shipment_id`"), not in backticks ("the `shipments` records" read as a table name, and a file's table may be
+#: named otherwise: customer_pricing's sqlite table is `billing`). Everything else is v3's; v3 stays beside it
+NAME = "generated-v4"
 DATA = ROOT / "benchmarks" / "data" / NAME
 #: (domain, seed, canonical rows): one template world each; never edit in place — a new list is a new version
 SEED_LIST: tuple[tuple[str, int, int], ...] = (

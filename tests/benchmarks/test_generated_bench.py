@@ -17,7 +17,8 @@ from worldsmith.core.taskpkg import read_task_list
 
 from tests.benchmarks import ROOT, script
 
-DATA = ROOT / "benchmarks" / "data" / "generated-v3"
+DATA = ROOT / "benchmarks" / "data" / "generated-v4"
+V3 = ROOT / "benchmarks" / "data" / "generated-v3"
 V2 = ROOT / "benchmarks" / "data" / "generated-v2"
 V1 = ROOT / "benchmarks" / "data" / "generated-v1"
 
@@ -87,8 +88,8 @@ def test_build_is_byte_identical_and_reproduces_the_frozen_files(tmp_path: Path,
 
     The second half fails when the engine or the world-task writer changes what it emits: the frozen set is then
     no longer what the code builds. Keep it (it is a fixed benchmark) and build the new output as a new version
-    (NAME and data folder generated-v4), rather than rebuilding v3 in place: figures on v3 stay comparable."""
-    stale = "the code no longer builds the frozen generated-v3 set (see this test's docstring)"
+    (NAME and data folder generated-v5), rather than rebuilding v4 in place: figures on v4 stay comparable."""
+    stale = "the code no longer builds the frozen generated-v4 set (see this test's docstring)"
     gb = _script()
     entry = ("operations_supply_chain", 1104, 300)
     assert entry in gb.SEED_LIST
@@ -191,7 +192,7 @@ def test_v1_stays_frozen_and_differs_from_v2_in_that_question_only() -> None:
     with pytest.raises(ArtifactError, match="pass the folder that holds it"):
         read_task_list(V1 / "tasks.jsonl")
     assert _script()._set_name(V1) == "generated-v1" and _script()._set_name(V2) == "generated-v2"
-    assert _script()._set_name(DATA) == "generated-v3"
+    assert _script()._set_name(V3) == "generated-v3" and _script()._set_name(DATA) == "generated-v4"
 
 
 def _example_value(instruction: str, name: str) -> float:
@@ -200,15 +201,15 @@ def _example_value(instruction: str, name: str) -> float:
     return float(line.group(1))
 
 
-def test_v3_is_v2_with_answer_line_examples_a_copy_cannot_pass(manifest: dict) -> None:
+def test_v3_is_v2_with_answer_line_examples_a_copy_cannot_pass() -> None:
     """In v2 the answer line's "e.g. 0.43" was within engagement_performance_corr's tolerance of its true 0.4236,
     so a solver that copied the example was graded right. In v3 no example passes its question's own tolerance
     (core.grading, from the frozen answer), and nothing else changed: the data files are v2's, byte for byte."""
     from worldsmith.core.grading import tolerant
 
-    v2, v3 = _frozen(V2), _frozen(DATA)
+    v2, v3 = _frozen(V2), _frozen(V3)
     assert list(v2) == list(v3)
-    tasks = {t.id: t for t in read_task_list(DATA)}
+    tasks = {t.id: t for t in read_task_list(V3)}
     passed_in_v2 = []
     for i in v3:
         for a2, a3 in zip(v2[i]["answers"], tasks[i].answers, strict=True):
@@ -224,8 +225,27 @@ def test_v3_is_v2_with_answer_line_examples_a_copy_cannot_pass(manifest: dict) -
         strip = re.compile(r"e\.g\. [-\d.]+\]")
         assert strip.sub("", v3[i]["instruction"]) == strip.sub("", v2[i]["instruction"])
     assert passed_in_v2 == ["people-engagement-s1105-cause-engagement-engagement-performance-corr"]
-    worlds = [line for line in (DATA / "SHA256SUMS").read_text().splitlines() if "  worlds/" in line]
+    worlds = [line for line in (V3 / "SHA256SUMS").read_text().splitlines() if "  worlds/" in line]
     assert worlds == [line for line in (V2 / "SHA256SUMS").read_text().splitlines() if "  worlds/" in line]
+
+
+def test_v4_is_v3_with_the_kind_of_row_in_words() -> None:
+    """v3 wrote "the `shipments` records", which reads as a table named `shipments`; v4 writes "the shipment
+    records". Only that phrase of the population line changed: answers, specs' other facets and data files are v3's."""
+    v3, v4 = _frozen(V3), _frozen(DATA)
+    assert list(v3) == list(v4)
+    was = re.compile(r"the `(\w+)` records")
+    for i in v4:
+        old, new = v3[i]["instruction"], v4[i]["instruction"]
+        [kind] = set(was.findall(old))
+        words = kind.replace("_", " ")[:-1] if kind.endswith("s") else kind.replace("_", " ")  # by hand: plurals here
+        assert new == old.replace(f"the `{kind}` records", f"the {words} records"), i
+        assert was.search(new) is None
+        for a3, a4 in zip(v3[i]["answers"], v4[i]["answers"], strict=True):
+            assert a4 == {**a3, "spec": {**a3["spec"], "population": a3["spec"]["population"].replace(
+                f"the `{kind}` records", f"the {words} records")}}
+    worlds = [line for line in (DATA / "SHA256SUMS").read_text().splitlines() if "  worlds/" in line]
+    assert worlds == [line for line in (V3 / "SHA256SUMS").read_text().splitlines() if "  worlds/" in line]
 
 
 def test_a_wrong_reading_fails_the_tolerance(manifest: dict) -> None:
@@ -262,7 +282,7 @@ async def test_runner_scores_three_questions_with_the_scripted_model(scripted, t
     script.fallback(respond)
     rt = make_rt(analyst={"format_retries": 0})
     summary = await gb.run_bench(rt, DATA, limit=3, model="scripted")
-    assert summary["benchmark"] == "generated-v3" and summary["n_questions"] == 3 and summary["samples"] == 1
+    assert summary["benchmark"] == "generated-v4" and summary["n_questions"] == 3 and summary["samples"] == 1
     assert summary["n_correct"] == 2 and summary["accuracy"] == pytest.approx(2 / 3)
     assert [q["correct"] for q in summary["questions"]] == [1.0, 1.0, 0.0]
     assert summary["guards"] == {} and summary["median_s"] is not None
