@@ -82,22 +82,31 @@ def request_from_config(cls: type[Request], saved: dict[str, Any]) -> Request:
     return cls(**values)
 
 
-def saved_run(run_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A run directory's config.json and events, or an actionable error for a folder that is not a run."""
+def saved_run(run_path: Path) -> dict[str, Any]:
+    """A killed training run's config.json; an actionable error for a folder that is not a run, or for a run that
+    finished (nothing to resume)."""
     from worldsmith.core.store import read_jsonl
+    from worldsmith.training.checkpoints import refuse_finished
 
     config, events = run_path / "config.json", run_path / "events.jsonl"
     if not config.is_file() or not events.is_file():
         raise FileNotFoundError(f"{run_path}: not a training run directory (no config.json / events.jsonl); give "
                                 "the folder `worldsmith train` printed as its run directory")
-    return json.loads(config.read_text(encoding="utf-8")), read_jsonl(events)
+    refuse_finished(run_path, read_jsonl(events))
+    return json.loads(config.read_text(encoding="utf-8"))
 
 
-def check_fingerprint(run_path: Path, saved: dict[str, Any], now: str) -> None:
-    if saved.get("data_fingerprint") not in (None, now):
+def reopen_run(run_path: Path, saved: dict[str, Any], fingerprint_now: str) -> tuple[RunDir, Path | None]:
+    """The run directory reopened and the Trainer checkpoint to continue from (None: from the start), once the data
+    rebuilt from its config proves to be the data it started with."""
+    from worldsmith.training.checkpoints import TRAINER_DIR, latest_checkpoint
+
+    if saved.get("data_fingerprint") not in (None, fingerprint_now):
         raise ValueError(f"{run_path}: the training data built from its inputs differs from the run's (fingerprint "
-                         f"{now}, was {saved['data_fingerprint']}); a resume needs the same data and settings. "
-                         "Start a new run instead.")
+                         f"{fingerprint_now}, was {saved['data_fingerprint']}); a resume needs the same data and "
+                         "settings. Start a new run instead.")
+    run = RunDir.open(run_path)
+    return run, latest_checkpoint(run_path / TRAINER_DIR)
 
 
 def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[int, int], None] | None = None
@@ -115,15 +124,11 @@ def resume_sft(settings: Settings, run_path: Path, *, progress: Callable[[int, i
                ) -> dict[str, Any]:
     """Continue a killed `train sft` run in its own directory, from its newest complete Trainer checkpoint (from the
     start when it saved none); refused when it finished or when its data no longer builds the same."""
-    from worldsmith.training.checkpoints import TRAINER_DIR, latest_checkpoint, refuse_finished
-
-    saved, events = saved_run(run_path)
-    refuse_finished(run_path, events)
+    saved = saved_run(run_path)
     req = request_from_config(SFTRequest, saved["request"])
     run_config, _, data = _sft_data(settings, req)
-    check_fingerprint(run_path, saved, _data_fingerprint(data))
-    run = RunDir.open(run_path)
-    return _train_sft(settings, req, run_config, data, run, latest_checkpoint(run_path / TRAINER_DIR), progress)
+    run, checkpoint = reopen_run(run_path, saved, _data_fingerprint(data))
+    return _train_sft(settings, req, run_config, data, run, checkpoint, progress)
 
 
 def _sft_data(settings: Settings, req: SFTRequest) -> tuple[Any, Any, Any]:
@@ -157,7 +162,8 @@ def _data_fingerprint(data: Any) -> str:
     from worldsmith.training.checkpoints import fingerprint
 
     splits = [data.train] + ([data.validation] if data.validation is not None else [])
-    return fingerprint((row["input_ids"], row["completion_mask"]) for split in splits for row in split)
+    return fingerprint(pair for split in splits  # whole columns: a row at a time is slow on a datasets.Dataset
+                       for pair in zip(split["input_ids"], split["completion_mask"], strict=True))
 
 
 def _train_sft(settings: Settings, req: SFTRequest, run_config: Any, data: Any, run: RunDir, resume_from: Path | None,

@@ -96,16 +96,14 @@ def resume_rl(settings: Settings, run_path: Path, *, progress: Callable[[int, in
               ) -> dict[str, Any]:
     """Continue a killed `train rl` run in its own directory, from its newest complete Trainer checkpoint (from the
     start when it saved none); refused when it finished or when its tasks no longer build the same rows."""
-    from worldsmith.app.train import check_fingerprint, request_from_config, saved_run
-    from worldsmith.training.checkpoints import TRAINER_DIR, fingerprint, latest_checkpoint, refuse_finished
+    from worldsmith.app.train import reopen_run, request_from_config, saved_run
+    from worldsmith.training.checkpoints import fingerprint
 
-    saved, events = saved_run(run_path)
-    refuse_finished(run_path, events)
+    saved = saved_run(run_path)
     req = request_from_config(RLRequest, saved["request"])
     data = _rl_data(settings, req)
-    check_fingerprint(run_path, saved, fingerprint(data.rows))
-    run = RunDir.open(run_path)
-    return _train_rl(settings, req, data, run, latest_checkpoint(run_path / TRAINER_DIR), progress)
+    run, checkpoint = reopen_run(run_path, saved, fingerprint(data.rows))
+    return _train_rl(settings, req, data, run, checkpoint, progress)
 
 
 @dataclass

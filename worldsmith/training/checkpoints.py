@@ -72,6 +72,11 @@ def checkpoint_step(path: Path) -> int | None:
     return int(state.get("global_step", m.group(1)))
 
 
+def resumed_step(checkpoint: Path | None) -> int:
+    """The step a run resumes after (0: a run from the start); read before training rotates that folder away."""
+    return (checkpoint_step(checkpoint) or 0) if checkpoint is not None else 0
+
+
 def latest_checkpoint(output_dir: Path, *, remove_incomplete: bool = True) -> Path | None:
     """The newest complete `checkpoint-<step>` in `output_dir` (None: none yet). Incomplete ones (a kill mid-save)
     are removed, so the Trainer's rotation never counts them."""

@@ -26,7 +26,7 @@ from typing import Any
 from worldsmith.core.runs import RunDir
 from worldsmith.core.store import append_jsonl, atomic_write_text, read_jsonl
 from worldsmith.core.sandbox_config import SandboxConfig
-from worldsmith.training.checkpoints import FINAL_DIR, TRAINER_DIR, checkpoint_step, save_callback, save_final
+from worldsmith.training.checkpoints import FINAL_DIR, TRAINER_DIR, resumed_step, save_callback, save_final
 from worldsmith.training.rollout import RolloutConfig, SandboxEnvironment, TurnGenerator, rollout_reward
 
 #: ``progress(step, total_steps)`` after each optimizer step.
@@ -122,7 +122,7 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
             if progress is not None:
                 progress(state.global_step, state.max_steps)
 
-    first = (checkpoint_step(resume_from) or 0) if resume_from is not None else 0
+    first = resumed_step(resume_from)
     drop_samples_after(run.path / SAMPLES, first)  # the steps this run does (again)
     start = time.perf_counter()
     try:

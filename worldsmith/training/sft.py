@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.runs import RunDir
-from worldsmith.training.checkpoints import FINAL_DIR, TRAINER_DIR, checkpoint_step, save_callback, save_final
+from worldsmith.training.checkpoints import FINAL_DIR, TRAINER_DIR, resumed_step, save_callback, save_final
 from worldsmith.training.data import SFTData, rejected_summary
 from worldsmith.training.models import GGUF_EXPORT_HINT
 from worldsmith.training.report import last_value, plot_curves, table
@@ -167,7 +167,7 @@ def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, r
               resumed_from=str(resume_from) if resume_from else None)
     trainer = build_trainer(data, model, tokenizer, config, run.path / TRAINER_DIR,
                             callbacks=[_event_callback(run, progress)], max_length=max_length)
-    first = (checkpoint_step(resume_from) or 0) if resume_from is not None else 0  # (rotated away as it trains)
+    first = resumed_step(resume_from)
     t0 = time.monotonic()
     output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     elapsed = time.monotonic() - t0
