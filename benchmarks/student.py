@@ -83,6 +83,10 @@ class PipelineConfig:
     teacher_passes: int = 1
     """Teacher passes over the train tasks: the first greedy, each further one sampled (temperature 0.7, its own
     seed); every pass's graded passes train (rejection sampling)."""
+    extra_data: tuple[Path, ...] = ()
+    """Further SFT data: the teacher's eval runs (or trajectory folders) on worlds outside this run, e.g. an earlier
+    run of the teacher over a generated benchmark. Their graded passes train like the teacher stage's; refused when
+    one is about a held-out world (DABench runs are refused by training/data.py)."""
     seed: int = 0
 
 
@@ -173,7 +177,21 @@ class Pipeline:
         """SFT data: the teacher's eval runs (their graded passes) and the train collection (its oracles)."""
         teacher = [self.root / "teacher", *(self.root / f"teacher-{k}" for k in range(2, self.cfg.teacher_passes + 1))
                    ] if self.cfg.teacher is not None else []
-        return [*teacher, self.root / "tasks" / "train"]
+        return [*teacher, *self.cfg.extra_data, self.root / "tasks" / "train"]
+
+    def check_extra_data(self) -> None:
+        """No trajectory of the extra data may be about a held-out world (task ids start with their world's id)."""
+        from worldsmith.training.data import load_trajectories
+
+        if not self.cfg.extra_data:
+            return
+        record = json.loads((self.root / "stages" / "worlds.json").read_text(encoding="utf-8"))
+        worlds = record["result"]["heldout"]["worlds"]
+        trajs, _ = load_trajectories(self.cfg.extra_data)
+        leaked = sorted({t.task_id for t in trajs if any(t.task_id.startswith(f"{w}-") for w in worlds)})
+        if leaked:
+            raise ValueError(f"sft: --extra-data holds trajectories of held-out worlds ({', '.join(leaked[:3])}"
+                             f"{' …' if len(leaked) > 3 else ''}); the student would be evaluated on worlds it saw")
 
     def train_run(self, name: str, start: Callable[[Path], dict[str, Any]],
                   resume: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
@@ -190,6 +208,7 @@ class Pipeline:
     def sft(self) -> dict[str, Any]:
         from worldsmith.app.train import SFTRequest, resume_sft, sft_from_paths
 
+        self.check_extra_data()
         train = self.root / "tasks" / "train"
         req = SFTRequest(data=self.expert_data(), tasks=[train], model=self.cfg.student,
                          out=None, epochs=self.cfg.epochs, max_steps=self.cfg.sft_steps, lr=self.cfg.lr,
@@ -333,7 +352,8 @@ class Pipeline:
     def summary(self, wall_s: float) -> dict[str, Any]:
         stages = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.root / "stages").glob("*.json"))}
         evals = {name[len("eval-"):]: rec["result"] for name, rec in stages.items() if name.startswith("eval-")}
-        config = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.cfg).items()}
+        config = {k: (str(v) if isinstance(v, Path) else [str(p) for p in v] if k == "extra_data" else v)
+                  for k, v in asdict(self.cfg).items()}
         return {"config": config, "split": stages["worlds"]["result"], "teacher": stages["teacher"]["result"],
                 "teacher_sampled": [v["result"] for k, v in sorted(stages.items()) if k.startswith("teacher-")],
                 "sft": stages["sft"]["result"], "rl": stages.get("rl", {}).get("result"),
@@ -377,11 +397,13 @@ def render_report(s: dict[str, Any]) -> str:
     lines = [f"# Measured student: {s['config']['student']}", "",
              f"Train worlds ({len(train['worlds'])}, {len(train['tasks'])} tasks): {', '.join(train['worlds'])}",
              f"Held-out worlds ({len(held['worlds'])}, {len(held['tasks'])} tasks): {', '.join(held['worlds'])}", "",
-             (("No teacher; " if "skipped" in teacher else
+             (("No teacher stage; " if "skipped" in teacher else
                f"Teacher ({teacher['agent'].get('model')}) on the train tasks: pass@1 {teacher['pass_at_1']:.1%}; ")
               + "".join(f"sampled pass: pass@1 {t['pass_at_1']:.1%}; " for t in s.get("teacher_sampled") or [])
               + f"SFT on {sft['data_train']} examples ({sft['data_rejected']} rejected), {sft['steps']} steps, "
-              f"final loss {sft['final_loss']:.4f}."), *_rl_line(s), "",
+              f"final loss {sft['final_loss']:.4f}."),
+             *([f"Extra SFT data (the teacher's runs on other worlds): {', '.join(s['config']['extra_data'])}."]
+               if s["config"].get("extra_data") else []), *_rl_line(s), "",
              "| model | eval set | tasks | pass@1 | grammar-valid turns | void turns | turns | errors |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, e in s["eval"].items():
@@ -420,6 +442,8 @@ def main() -> None:
     ap.add_argument("--eval-teacher", action="store_true", help="also evaluate the teacher (reference row)")
     ap.add_argument("--teacher-passes", type=int, default=1,
                     help="teacher passes over the train tasks (the first greedy, the rest sampled at 0.7)")
+    ap.add_argument("--extra-data", type=Path, nargs="+", default=[], metavar="RUN",
+                    help="further SFT data: the teacher's eval runs on other worlds (their graded passes train)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     teacher = None if a.no_teacher else {"provider": "embedded", "model": a.teacher}
@@ -429,7 +453,8 @@ def main() -> None:
                          max_tokens=a.max_tokens, lora=a.lora, sft_steps=a.sft_steps, epochs=a.epochs, lr=a.lr,
                          export=not a.no_export, rl_steps=a.rl_steps, rl_prompts=a.rl_prompts,
                          rl_generations=a.rl_generations, rl_turns=a.rl_turns, rl_tokens=a.rl_tokens,
-                         eval_teacher=a.eval_teacher, teacher_passes=a.teacher_passes, seed=a.seed)
+                         eval_teacher=a.eval_teacher, teacher_passes=a.teacher_passes,
+                         extra_data=tuple(a.extra_data), seed=a.seed)
     summary = Pipeline(cfg).run()
     print(render_report(summary))
     print(f"report: {Path(cfg.out) / 'report.md'}")

@@ -118,3 +118,46 @@ def test_a_killed_training_stage_resumes_and_one_that_cannot_starts_over(tmp_pat
     (tmp_path / "run" / "sft" / "changed").write_text("")
     assert pipe.train_run("sft", start, resume) == {"how": "start"}  # refused: a fresh, emptied folder
     assert calls == [("start", "absent"), ("resume", "sft"), ("resume", "sft"), ("start", "absent")]
+
+
+def _trajectory_folder(folder: Path, task_ids: list[str]) -> Path:
+    from worldsmith.core.schemas import Trajectory
+
+    folder.mkdir(parents=True)
+    for i, task_id in enumerate(task_ids):
+        traj = Trajectory(id=f"x{i}", task_id=task_id, model="teacher", final_answer="@a[1]", status="answered")
+        (folder / f"{i}.json").write_text(traj.model_dump_json(), encoding="utf-8")
+    return folder
+
+
+def test_extra_teacher_data_trains_unless_it_is_about_a_held_out_world(tmp_path: Path) -> None:
+    stages = tmp_path / "run" / "stages"
+    stages.mkdir(parents=True)
+    split = {"train": {"worlds": ["finance-branches-s13"], "tasks": []},
+             "heldout": {"worlds": ["customer-pricing-saas-s101"], "tasks": []}}
+    (stages / "worlds.json").write_text(json.dumps({"stage": "worlds", "seconds": 1, "result": split}))
+    # a seed whose digits start with the held-out one is another world: s1010 is not s101
+    other = _trajectory_folder(tmp_path / "other", ["customer-pricing-saas-s1010-cause-x", "edu-exams-s9-y"])
+    pipe = Pipeline(PipelineConfig(out=tmp_path / "run", extra_data=(other,)), log=lambda _: None)
+    pipe.check_extra_data()
+    assert pipe.expert_data() == [tmp_path / "run" / "teacher", other, tmp_path / "run" / "tasks" / "train"]
+
+    leak = _trajectory_folder(tmp_path / "leak", ["edu-exams-s9-y", "customer-pricing-saas-s101-cause-x"])
+    pipe = Pipeline(PipelineConfig(out=tmp_path / "run", extra_data=(other, leak)), log=lambda _: None)
+    with pytest.raises(ValueError, match="customer-pricing-saas-s101-cause-x"):
+        pipe.check_extra_data()
+
+
+def test_the_report_names_the_extra_teacher_data() -> None:
+    from benchmarks.student import render_report
+
+    summary = {"config": {"student": "qwen2.5-coder-0.5b", "extra_data": ["/runs/gen-v2-eval"]},
+               "split": {"train": {"worlds": ["finance-branches-s13"], "tasks": ["t1"]},
+                         "heldout": {"worlds": ["edu-exams-s104"], "tasks": ["h1"]}},
+               "teacher": {"skipped": "no teacher"}, "teacher_sampled": [], "rl": None, "eval": {}, "stage_seconds": {},
+               "sft": {"data_train": 46, "data_rejected": 103, "steps": 24, "final_loss": 0.5}}
+    report = render_report(summary)
+    assert "No teacher stage; SFT on 46 examples (103 rejected), 24 steps" in report
+    assert "Extra SFT data (the teacher's runs on other worlds): /runs/gen-v2-eval." in report
+    summary["config"]["extra_data"] = []
+    assert "Extra SFT data" not in render_report(summary)
