@@ -186,9 +186,11 @@ class Pipeline:
         if not self.cfg.extra_data:
             return
         record = json.loads((self.root / "stages" / "worlds.json").read_text(encoding="utf-8"))
-        worlds = record["result"]["heldout"]["worlds"]
+        # world ids spell the template with underscores (customer_pricing_saas-s101), task ids with dashes
+        worlds = [w.replace("_", "-") for w in record["result"]["heldout"]["worlds"]]
         trajs, _ = load_trajectories(self.cfg.extra_data)
-        leaked = sorted({t.task_id for t in trajs if any(t.task_id.startswith(f"{w}-") for w in worlds)})
+        leaked = sorted({t.task_id for t in trajs
+                         if any(t.task_id.replace("_", "-").startswith(f"{w}-") for w in worlds)})
         if leaked:
             raise ValueError(f"sft: --extra-data holds trajectories of held-out worlds ({', '.join(leaked[:3])}"
                              f"{' …' if len(leaked) > 3 else ''}); the student would be evaluated on worlds it saw")

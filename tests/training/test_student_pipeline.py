@@ -134,7 +134,7 @@ def test_extra_teacher_data_trains_unless_it_is_about_a_held_out_world(tmp_path:
     stages = tmp_path / "run" / "stages"
     stages.mkdir(parents=True)
     split = {"train": {"worlds": ["finance-branches-s13"], "tasks": []},
-             "heldout": {"worlds": ["customer-pricing-saas-s101"], "tasks": []}}
+             "heldout": {"worlds": ["customer_pricing_saas-s101"], "tasks": []}}  # as the worlds stage writes
     (stages / "worlds.json").write_text(json.dumps({"stage": "worlds", "seconds": 1, "result": split}))
     # a seed whose digits start with the held-out one is another world: s1010 is not s101
     other = _trajectory_folder(tmp_path / "other", ["customer-pricing-saas-s1010-cause-x", "edu-exams-s9-y"])
