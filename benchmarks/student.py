@@ -181,16 +181,15 @@ class Pipeline:
 
     def check_extra_data(self) -> None:
         """No trajectory of the extra data may be about a held-out world (task ids start with their world's id)."""
+        from worldsmith.graphs.world_tasks import is_world_task
         from worldsmith.training.data import load_trajectories
 
         if not self.cfg.extra_data:
             return
         record = json.loads((self.root / "stages" / "worlds.json").read_text(encoding="utf-8"))
-        # world ids spell the template with underscores (customer_pricing_saas-s101), task ids with dashes
-        worlds = [w.replace("_", "-") for w in record["result"]["heldout"]["worlds"]]
+        worlds = record["result"]["heldout"]["worlds"]
         trajs, _ = load_trajectories(self.cfg.extra_data)
-        leaked = sorted({t.task_id for t in trajs
-                         if any(t.task_id.replace("_", "-").startswith(f"{w}-") for w in worlds)})
+        leaked = sorted({t.task_id for t in trajs if any(is_world_task(t.task_id, w) for w in worlds)})
         if leaked:
             raise ValueError(f"sft: --extra-data holds trajectories of held-out worlds ({', '.join(leaked[:3])}"
                              f"{' …' if len(leaked) > 3 else ''}); the student would be evaluated on worlds it saw")

@@ -15,6 +15,16 @@ from worldsmith.core.store import write_model
 from worldsmith.core.taskpkg import TaskCollection, workspace_ref
 
 
+def world_task_id(world_id: str, *parts: str) -> str:
+    """A world task's id: the world id and its parts joined by dashes, underscores spelled as dashes, ≤ 120 chars."""
+    return "-".join((world_id, *parts)).replace("_", "-")[:120]
+
+
+def is_world_task(task_id: str, world_id: str) -> bool:
+    """Whether `task_id` names a task of the world `world_id` (s1010's tasks are not s101's)."""
+    return task_id.startswith(world_task_id(world_id) + "-")
+
+
 def _oracle(task: Task, code: str, output: str, answer: str, model: str = "reference-solution",
             cells: list[dict[str, str]] | None = None) -> Trajectory:
     """The reference solution as a trajectory: its staged `cells` (one short cell a turn, as the analyst works;
@@ -94,7 +104,7 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
         value, tolerance = round(float(p.value) * facets[p.id].factor, 6), scaled_tolerance(p, facets[p.id])
         f = with_example(facets[p.id], value, tolerance.abs, tolerance.rel)  # a copied example must not pass
         own = (v.get("requests") or {}).get(p.id) or v  # its own request, about exactly this quantity
-        task = Task(id=f"{world_id}-{spec.kind}-{spec.target}-{p.id}".replace("_", "-")[:120], kind="closed_form",
+        task = Task(id=world_task_id(world_id, spec.kind, spec.target, p.id), kind="closed_form",
                     instruction=own["request"] + deliverable_block(spec, contract, f),
                     deliverable=DeliverableSpec(format="answer_tags", answer_names=[p.id]),
                     answers=[AnswerSpec(name=p.id, value=value, tolerance=tolerance, unit=f.grading_unit,
@@ -112,7 +122,7 @@ async def package_spec(v: dict[str, Any], taken: set[str], budget: int, note: Ca
     named = await asyncio.to_thread(systems_named, world_dir, [facets[p.id] for p in computed])
     rubric = Rubric(criteria=rubric_items(spec, contract, facets)
                     + method_items(spec, await asyncio.to_thread(load_ledger, world_dir), systems=named))
-    task = Task(id=f"{world_id}-{spec.kind}-{spec.target}-report".replace("_", "-")[:120], kind="report",
+    task = Task(id=world_task_id(world_id, spec.kind, spec.target, "report"), kind="report",
                 instruction=request + deliverable_block(spec, contract, None, [facets[p.id] for p in computed]),
                 deliverable=DeliverableSpec(format="markdown", filename="answer.md"), rubric=rubric,
                 difficulty=Difficulty(level="hard"),
