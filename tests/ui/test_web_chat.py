@@ -93,6 +93,7 @@ def test_upload_ask_and_watch_the_steps(server, page: Page, sales_csv: Path, tmp
     page.goto(url)
     status = page.locator("#ws-status")
     expect(status).to_contain_text(f"scripted · {settings.llm.default.model}")
+    expect(status).to_contain_text("ready", timeout=STEP_TIMEOUT_MS)  # the load event has answered
 
     page.locator("#ws-files input[type=file]").set_input_files(str(sales_csv))
     expect(status).to_contain_text("1 file(s) attached", timeout=STEP_TIMEOUT_MS)
@@ -132,6 +133,7 @@ def test_upload_ask_and_watch_the_steps(server, page: Page, sales_csv: Path, tmp
 def test_errors_read_as_sentences_and_threads_reopen_by_url(server, page: Page, sales_csv: Path) -> None:
     script, _, url = server  # nothing queued yet: the model call fails
     page.goto(url)
+    expect(page.locator("#ws-status")).to_contain_text("ready", timeout=STEP_TIMEOUT_MS)
     page.locator("#ws-files input[type=file]").set_input_files(str(sales_csv))
     expect(page.locator("#ws-status")).to_contain_text("1 file(s) attached", timeout=STEP_TIMEOUT_MS)
     _ask(page, "What is the mean amount?")

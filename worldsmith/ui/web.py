@@ -129,14 +129,17 @@ def build_app(settings: Settings, llm: Any | None = None, *, service: ChatServic
             await service.forget(old)
         return [], _status(settings, None, "new chat: upload files (or keep these) and ask"), {}
 
-    def restore(session: dict[str, Any], request: gr.Request) -> tuple[Any, ...]:
+    def restore(session: dict[str, Any], files: Any, request: gr.Request) -> tuple[Any, ...]:
+        # The page shows "connecting…" until this load event answers; files picked before it answered keep
+        # their "attached" line rather than being overwritten by "ready".
         wanted = (request.query_params.get("thread") if request is not None else None) or ""
         thread = service.load(wanted) if wanted else None
         if wanted and thread is None:
             return [error_message(f"no chat thread `{wanted[:40]}` on this server")], \
                 _status(settings, None, "ready"), {}
         if thread is None:
-            return [], _status(settings, None, "ready"), session or {}
+            return [], on_upload(files, session) if _upload_paths(files) else _status(settings, None, "ready"), \
+                session or {}
         history = thread.messages + [note_message(
             f"Reopened thread `{thread.id}` with {', '.join(Path(f).name for f in thread.files) or 'no files'}; "
             "upload nothing new to continue it.")]
@@ -152,7 +155,7 @@ def build_app(settings: Settings, llm: Any | None = None, *, service: ChatServic
         app.worldsmith_service = service  # type: ignore[attr-defined]  # launch() closes it at shutdown
         session = gr.State({})
         gr.Markdown("## worldsmith — ask questions about your data")
-        status = gr.Markdown(_status(settings, None, "ready"), elem_id="ws-status")
+        status = gr.Markdown(_status(settings, None, "connecting…"), elem_id="ws-status")
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=240):
                 files = gr.File(label="Data files", file_count="multiple", elem_id="ws-files",
@@ -173,7 +176,7 @@ def build_app(settings: Settings, llm: Any | None = None, *, service: ChatServic
                    concurrency_id="ask")
         new_btn.click(new_chat, [session], [chat, status, session])
         files.change(on_upload, [files, session], [status])
-        app.load(restore, [session], [chat, status, session])
+        app.load(restore, [session, files], [chat, status, session])
     return app
 
 
