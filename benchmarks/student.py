@@ -6,7 +6,8 @@
 
 Stages, each writing under the run directory and skipped when its marker `stages/<name>.json` exists (rerun the
 same command to resume; an interrupted eval continues where it stopped, a killed sft or rl run from its newest
-checkpoint, saved every 10 minutes):
+checkpoint, saved every 10 minutes; a rerun with a larger --limit extends each eval by the questions it had not
+reached):
 
   worlds   build the train and held-out worlds from fixed "template:seed" lists and write their tasks (engine
            templates, no LLM) into tasks/train and tasks/heldout; refused unless the two share no world.
@@ -101,15 +102,23 @@ class Pipeline:
         marker = self.root / "stages" / f"{name}.json"
         return json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else None
 
-    def stage(self, name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Run `fn` unless its marker exists; the marker (result + seconds) is written atomically when it succeeds."""
-        if (prior := self.done(name)) is not None:
+    def stage(self, name: str, fn: Callable[[], dict[str, Any]], *, scope: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+        """Run `fn` unless its marker exists; the marker (result + seconds) is written atomically when it succeeds.
+
+        scope: what the stage's result depends on beyond its inputs (an eval's --limit). A marker written under
+        another scope runs the stage again, and its seconds add up over the runs: an eval continues its folder, so
+        a rerun with a larger --limit solves only the questions the earlier run did not reach."""
+        prior = self.done(name)
+        if prior is not None and prior.get("scope") == scope:
             self.log(f"[{name}] done earlier ({prior['seconds']:.1f} s), skipped")
             return prior
-        self.log(f"[{name}] …")
+        self.log(f"[{name}] …" if prior is None else f"[{name}] done earlier for {prior.get('scope')}, now {scope} …")
         t0 = time.monotonic()
         result = fn()
-        record = {"stage": name, "seconds": round(time.monotonic() - t0, 2), "result": result}
+        seconds = time.monotonic() - t0 + (prior["seconds"] if prior is not None else 0.0)
+        record = {"stage": name, "seconds": round(seconds, 2), "result": result,
+                  **({"scope": scope} if scope is not None else {})}
         tmp = self.root / "stages" / f".{name}.json.tmp"
         tmp.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
         tmp.replace(self.root / "stages" / f"{name}.json")
@@ -302,6 +311,7 @@ class Pipeline:
         from worldsmith.app.runtime import make_runtime
         from worldsmith.core.runs import RunDir
         from worldsmith.core.schemas import Trajectory
+        from worldsmith.training.evaluate import load_tasks
         from worldsmith.training.metrics import turn_rates
 
         settings = self.settings(agent)
@@ -310,8 +320,9 @@ class Pipeline:
             self.fresh(rel)
             RunDir.create_at("eval", settings.runs_dir, folder, settings.masked())
         result = asyncio.run(evaluate_path(make_runtime(settings), tasks, limit=limit, run_path=folder))
-        trajs = [Trajectory.model_validate_json(p.read_text(encoding="utf-8"))
-                 for p in sorted((folder / "trajectories").rglob("*.json"))]
+        # the selected questions' trajectories only: the folder may hold more from a run with a larger --limit
+        trajs = [Trajectory.model_validate_json(p.read_text(encoding="utf-8")) for t in load_tasks(tasks, limit=limit)
+                 for p in sorted((folder / "trajectories" / t.id).glob("*.json"))]
         o = result["overall"]
         return {"agent": agent, "tasks": str(tasks), "n_tasks": o["n_tasks"], "pass_at_1": o["pass_at_1"],
                 "errors": o["n_errors"], **turn_rates(trajs).model_dump()}
@@ -344,7 +355,8 @@ class Pipeline:
             for set_name, path in sets.items():
                 self.stage(f"eval-{label}-{set_name}",
                            lambda agent=agent, path=path, label=label, set_name=set_name:
-                           self.evaluate(agent(), path, f"eval/{label}-{set_name}", limit=cfg.limit))
+                           self.evaluate(agent(), path, f"eval/{label}-{set_name}", limit=cfg.limit),
+                           scope={"limit": cfg.limit})
         summary = self.summary(time.monotonic() - t0)
         write_text(self.root / "summary.json", json.dumps(summary, indent=2, default=str))
         write_text(self.root / "report.md", render_report(summary))

@@ -4,6 +4,7 @@ eval on held-out world tasks and a tiny DABench-format share, one SFT+RL step; t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,41 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
     again = Pipeline(cfg, log=logs.append).run()
     assert all("skipped" in line for line in logs) and len(logs) == len(stages)
     assert again["eval"] == summary["eval"]
+
+    # a larger --limit extends each eval: the third DABench question is solved, the first two are not solved again
+    first_two = {p: p.read_bytes() for p in (run / "eval/sft-dabench/trajectories").rglob("*.json")}
+    wider = Pipeline(replace(cfg, limit=3), log=lambda _: None).run()
+    assert {k: e["n_tasks"] for k, e in wider["eval"].items()} == {
+        f"{m}-{s}": 3 if s == "dabench" else 2 for m in ("base", "sft", "rl") for s in ("heldout", "dabench")}
+    assert all(p.read_bytes() == body for p, body in first_two.items())
+    assert len(list((run / "eval/sft-dabench/trajectories").rglob("*.json"))) == 3
+    assert wider["stage_seconds"]["eval-sft-dabench"] > summary["stage_seconds"]["eval-sft-dabench"]  # both legs
+    # and a smaller one counts the turns of the selected questions only, not of every trajectory in the folder
+    narrow = Pipeline(replace(cfg, limit=1), log=lambda _: None).run()
+    first = json.loads((bench / "questions.jsonl").read_text().splitlines()[0])["id"]
+    calls = len(json.loads((run / f"eval/sft-dabench/trajectories/dabench-{first}/0.json").read_text())["calls"])
+    assert narrow["eval"]["sft-dabench"]["n_tasks"] == 1 and narrow["eval"]["sft-dabench"]["turns"] == calls
+
+
+def test_a_stage_runs_again_under_another_scope_and_adds_its_seconds(tmp_path: Path) -> None:
+    pipe = Pipeline(PipelineConfig(out=tmp_path / "run"), log=lambda _: None)
+    runs: list[int] = []
+
+    def fn() -> dict[str, Any]:
+        runs.append(1)
+        return {"n": len(runs)}
+
+    assert pipe.stage("eval-x", fn, scope={"limit": 2})["result"] == {"n": 1}
+    assert pipe.stage("eval-x", fn, scope={"limit": 2})["result"] == {"n": 1}  # same scope: skipped
+    marker = tmp_path / "run/stages/eval-x.json"
+    first = json.loads(marker.read_text())
+    first["seconds"] = 100.0  # as if the first leg had taken 100 s
+    marker.write_text(json.dumps(first))
+    again = pipe.stage("eval-x", fn, scope={"limit": 3})
+    assert again["result"] == {"n": 2} and again["scope"] == {"limit": 3} and 100.0 <= again["seconds"] < 160.0
+    assert pipe.stage("eval-x", fn, scope={"limit": 3})["result"] == {"n": 2} and len(runs) == 2
+    assert pipe.stage("plain", fn)["result"] == {"n": 3} and "scope" not in json.loads(
+        (tmp_path / "run/stages/plain.json").read_text())
 
 
 def test_world_specs_are_template_and_seed() -> None:
