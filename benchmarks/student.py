@@ -229,7 +229,7 @@ class Pipeline:
         settings = self.settings(self.cfg.teacher or TEACHER)
         summary = self.train_run("sft", lambda out: sft_from_paths(settings, replace(req, out=out)),
                                  lambda out: resume_sft(settings, out))
-        keep = ("steps", "final_loss", "data_train", "data_rejected", "checkpoint")
+        keep = ("steps", "final_loss", "data_train", "data_rejected", "checkpoint", "seconds")  # seconds: all legs
         return {k: summary.get(k) for k in keep} | {"data": json.loads((self.root / "sft" / "data_stats.json")
                                                                         .read_text(encoding="utf-8"))}
 
@@ -284,7 +284,7 @@ class Pipeline:
             raise RuntimeError(f"rl: no step trained ({summary.get('tasks')} usable train tasks for "
                                f"{self.cfg.rl_prompts} prompts per step); lower --rl-prompts or add train worlds")
         keep = ("steps", "tasks", "with_expert", "final_reward", "final_gamma", "final_sft_loss", "final_rl_loss",
-                "void_rate", "checkpoint")
+                "void_rate", "checkpoint", "seconds")
         return {k: summary.get(k) for k in keep}
 
     def student_endpoint(self, label: str, checkpoint: Path) -> dict[str, Any]:

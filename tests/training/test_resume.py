@@ -23,7 +23,7 @@ from worldsmith.core.config import load_settings  # noqa: E402
 from worldsmith.core.runs import RunDir  # noqa: E402
 from worldsmith.core.store import write_model  # noqa: E402
 from worldsmith.tools.sandbox import SandboxConfig  # noqa: E402
-from worldsmith.training.checkpoints import latest_checkpoint  # noqa: E402
+from worldsmith.training.checkpoints import CLOCK_FILE, latest_checkpoint  # noqa: E402
 
 
 class Killed(Exception):
@@ -63,12 +63,17 @@ def test_a_killed_sft_run_resumes_to_the_weights_of_an_unbroken_run(tmp_path: Pa
         sft_from_paths(settings, SFTRequest(**base, out=out, save_every_steps=2), progress=kill_at(5))
     assert latest_checkpoint(out / "trainer").name == "checkpoint-4"  # steps 2 and 4 saved, the older one rotated
     assert [p.name for p in (out / "trainer").glob("checkpoint-*")] == ["checkpoint-4"]
+    clock = json.loads((out / "trainer" / "checkpoint-4" / CLOCK_FILE).read_text())
+    assert clock["step"] == 4 and clock["train_seconds"] > 0  # the first leg's 4 steps
     half = out / "trainer" / "checkpoint-5"  # a save the kill cut short: no trainer_state.json
     shutil.copytree(out / "trainer" / "checkpoint-4", half)
     (half / "trainer_state.json").unlink()
 
     resumed = resume_sft(settings, out)
     assert resumed["steps"] == 6 and resumed["resumed_from_step"] == 4
+    # the run's seconds hold both legs (the first up to its checkpoint), not the last leg only
+    assert resumed["seconds"] >= clock["train_seconds"] + resumed["seconds_this_leg"] - 0.01
+    assert resumed["seconds_this_leg"] > 0 and whole["seconds"] == whole["seconds_this_leg"]
     assert not (out / "trainer").exists()  # resume points go once the final model is saved
     got, want = _weights(Path(resumed["checkpoint"])), _weights(Path(whole["checkpoint"]))
     assert got.keys() == want.keys()
@@ -123,8 +128,12 @@ def test_a_killed_rl_run_redoes_its_step_and_keeps_one_record_per_rollout(tmp_pa
     steps_logged = [json.loads(line)["step"] for line in (broken.path / "rollouts.jsonl").read_text().splitlines()]
     assert steps_logged == [1] * 4 + [2] * 4 + [3] * 4  # step 3 rolled out and was killed before its checkpoint
 
-    summary = run_once(RunDir.open(broken.path), resume_from=latest_checkpoint(broken.path / "trainer"))
+    kept = latest_checkpoint(broken.path / "trainer")
+    first_leg = json.loads((kept / CLOCK_FILE).read_text())["train_seconds"]
+    summary = run_once(RunDir.open(broken.path), resume_from=kept)
     assert summary["steps"] == 3 and summary["resumed_from_step"] == 2
+    assert first_leg > 0 and summary["seconds"] >= first_leg + summary["seconds_this_leg"] - 0.1
+    assert "resumed after step 2" in (broken.path / "report.md").read_text()
     samples = [json.loads(line) for line in (broken.path / "rollouts.jsonl").read_text().splitlines()]
     assert [r["step"] for r in samples] == [1] * 4 + [2] * 4 + [3] * 4  # step 3 once: the redone one
     history = json.loads((broken.path / "history.json").read_text())
@@ -252,3 +261,16 @@ def test_a_run_killed_after_its_final_save_is_finished_not_restarted(tmp_path: P
         refuse_finished(tmp_path, [{"event": "run_started"}])
     with pytest.raises(ValueError, match="this run finished"):
         refuse_finished(tmp_path / "other", [{"event": "run_finished", "status": "ok"}])
+
+
+def test_a_checkpoint_without_a_readable_clock_counts_no_earlier_seconds(tmp_path: Path) -> None:
+    from worldsmith.training.checkpoints import checkpoint_seconds
+
+    assert checkpoint_seconds(None) == 0.0  # a run from the start
+    ck = tmp_path / "checkpoint-3"
+    ck.mkdir()
+    assert checkpoint_seconds(ck) == 0.0  # saved before clocks were kept, or killed between the save and the clock
+    (ck / CLOCK_FILE).write_text('{"step": 3, "train_seconds": 12.5}')
+    assert checkpoint_seconds(ck) == 12.5
+    (ck / CLOCK_FILE).write_text('{"step": 3, "train_')
+    assert checkpoint_seconds(ck) == 0.0

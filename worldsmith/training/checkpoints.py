@@ -7,7 +7,8 @@ A run's Trainer output folder (`<run>/trainer`) gets `checkpoint-<step>/` every 
 `minutes` of training, whichever comes first: the weights (LoRA: the adapters), optimizer, scheduler and RNG states,
 and `trainer_state.json` (step, log history) written last. transformers keeps only the newest (`save_total_limit`
 1, the older one deleted after the new one is complete). A folder without a readable `trainer_state.json` is a save
-cut short by a kill, never resumed from. When the run ends, its final model goes to `<run>/checkpoint/` (atomic,
+cut short by a kill, never resumed from. Each checkpoint also records the training seconds spent so far
+(CLOCK_FILE), so a resumed run's `seconds` count every leg and `seconds_this_leg` the last one. When the run ends, its final model goes to `<run>/checkpoint/` (atomic,
 LoRA merged) and the Trainer folder is removed.
 
 `worldsmith train sft|rl --resume RUN` rebuilds the same data from the run's config.json (a fingerprint of the
@@ -30,11 +31,14 @@ TRAINER_DIR = "trainer"
 #: the final model inside a run directory
 FINAL_DIR = "checkpoint"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+#: beside a checkpoint's files: the training seconds the run had spent when it was saved, over all its legs
+CLOCK_FILE = "worldsmith_clock.json"
 
 
-def save_callback(steps: int, minutes: float) -> Any:
+def save_callback(steps: int, minutes: float, *, prior_seconds: float = 0.0) -> Any:
     """A TrainerCallback asking for a checkpoint every `steps` optimizer steps or `minutes` of training (0: off),
-    never at the last step (the final model is saved then anyway)."""
+    never at the last step (the final model is saved then anyway). Each checkpoint it sees saved gets CLOCK_FILE:
+    `prior_seconds` (the earlier legs of a resumed run, `checkpoint_seconds`) plus this leg's training time."""
     from transformers import TrainerCallback
 
     if steps < 0 or minutes < 0:
@@ -42,10 +46,10 @@ def save_callback(steps: int, minutes: float) -> Any:
 
     class SaveEvery(TrainerCallback):  # type: ignore[misc]
         def __init__(self) -> None:
-            self.last = time.monotonic()
+            self.last = self.began = time.monotonic()
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            self.last = time.monotonic()
+            self.last = self.began = time.monotonic()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if state.global_step >= state.max_steps:
@@ -57,8 +61,25 @@ def save_callback(steps: int, minutes: float) -> Any:
 
         def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             self.last = time.monotonic()
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir():
+                clock = {"step": state.global_step, "train_seconds": round(prior_seconds + self.last - self.began, 2)}
+                tmp = folder / f".{CLOCK_FILE}.tmp"
+                tmp.write_text(json.dumps(clock), encoding="utf-8")
+                tmp.replace(folder / CLOCK_FILE)
 
     return SaveEvery()
+
+
+def checkpoint_seconds(checkpoint: Path | None) -> float:
+    """The training seconds a run had spent when `checkpoint` was saved, over all its legs; 0.0 without a
+    checkpoint, or for one saved without a clock (a kill between the save and the clock: its legs are not counted)."""
+    if checkpoint is None:
+        return 0.0
+    try:
+        return float(json.loads((checkpoint / CLOCK_FILE).read_text(encoding="utf-8"))["train_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
 
 
 def checkpoint_step(path: Path) -> int | None:

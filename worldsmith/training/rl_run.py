@@ -26,7 +26,14 @@ from typing import Any
 from worldsmith.core.runs import RunDir
 from worldsmith.core.store import append_jsonl, atomic_write_text, read_jsonl
 from worldsmith.core.sandbox_config import SandboxConfig
-from worldsmith.training.checkpoints import FINAL_DIR, TRAINER_DIR, resumed_step, save_callback, save_final
+from worldsmith.training.checkpoints import (
+    FINAL_DIR,
+    TRAINER_DIR,
+    checkpoint_seconds,
+    resumed_step,
+    save_callback,
+    save_final,
+)
 from worldsmith.training.rollout import RolloutConfig, SandboxEnvironment, TurnGenerator, rollout_reward
 
 #: ``progress(step, total_steps)`` after each optimizer step.
@@ -122,7 +129,7 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
             if progress is not None:
                 progress(state.global_step, state.max_steps)
 
-    first = resumed_step(resume_from)
+    first, prior = resumed_step(resume_from), checkpoint_seconds(resume_from)
     drop_samples_after(run.path / SAMPLES, first)  # the steps this run does (again)
     start = time.perf_counter()
     try:
@@ -130,7 +137,7 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
         trainer.sample_log = lambda records: log_samples(run.path / SAMPLES, trainer.state.global_step + 1, records)
         trainer.add_callback(_Events())
         if cfg.save_checkpoint:
-            trainer.add_callback(save_callback(cfg.save_every_steps, cfg.save_every_minutes))
+            trainer.add_callback(save_callback(cfg.save_every_steps, cfg.save_every_minutes, prior_seconds=prior))
         trainer.remove_callback(PrinterCallback)  # it prints every log dict to stdout; events.jsonl keeps them
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
     finally:
@@ -140,7 +147,9 @@ def train_rl(dataset: Any, model: Any, tokenizer: Any, cfg: RLRunConfig, run: Ru
     curves = plot_curves(history, run.path / "curves.png")
     checkpoint = save_final(trainer, tokenizer, run.path / FINAL_DIR) if cfg.save_checkpoint else None
     last = history[-1] if history else {}
-    summary = {"steps": int(trainer.state.global_step), "seconds": round(time.perf_counter() - start, 1),
+    elapsed = time.perf_counter() - start
+    summary = {"steps": int(trainer.state.global_step), "seconds": round(prior + elapsed, 1),
+               "seconds_this_leg": round(elapsed, 1),  # `seconds` adds the earlier legs of a resumed run
                "resumed_from_step": first or None,
                "final_reward": last.get("reward"), "final_gamma": last.get("sft/gamma"),
                "final_sft_loss": last.get("sft/loss"), "final_rl_loss": last.get("rl/loss"),
@@ -197,7 +206,9 @@ def plot_curves(history: list[dict[str, Any]], path: Path) -> Path | None:
 
 def render_report(summary: dict[str, Any], history: list[dict[str, Any]]) -> str:
     cfg = summary["config"]
-    lines = [f"# SFT+RL run: {summary['steps']} steps in {summary['seconds']} s", "",
+    resumed = (f" (resumed after step {summary['resumed_from_step']}; this leg {summary['seconds_this_leg']} s)"
+               if summary.get("resumed_from_step") else "")
+    lines = [f"# SFT+RL run: {summary['steps']} steps in {summary['seconds']} s{resumed}", "",
              f"γ schedule `{cfg['gamma_schedule']}`, {cfg['num_generations']} rollouts per prompt, "
              f"{cfg['prompts_per_step']} prompts per step, lr {cfg['lr']:g}, "
              f"{'GSPO' if cfg['gspo'] else 'DAPO'}{' + LoRA' if cfg['lora'] else ''}.", "",

@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from worldsmith.core.runs import RunDir
-from worldsmith.training.checkpoints import FINAL_DIR, TRAINER_DIR, resumed_step, save_callback, save_final
+from worldsmith.training.checkpoints import (
+    FINAL_DIR,
+    TRAINER_DIR,
+    checkpoint_seconds,
+    resumed_step,
+    save_callback,
+    save_final,
+)
 from worldsmith.training.data import SFTData, rejected_summary
 from worldsmith.training.models import GGUF_EXPORT_HINT
 from worldsmith.training.report import last_value, plot_curves, table
@@ -142,15 +149,18 @@ def _event_callback(run: RunDir, progress: Progress | None) -> Any:
 
 
 def build_trainer(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, output_dir: Path,
-                  *, callbacks: list[Any] | None = None, max_length: int | None = None) -> Any:
-    """The configured SFTTrainer (exposed for tests and for the RL trainer's cold start)."""
+                  *, callbacks: list[Any] | None = None, max_length: int | None = None,
+                  prior_seconds: float = 0.0) -> Any:
+    """The configured SFTTrainer (exposed for tests and for the RL trainer's cold start). prior_seconds: the
+    training time of a resumed run's earlier legs, carried into the clock of each checkpoint it saves."""
     from transformers import PrinterCallback
     from trl import SFTTrainer
 
     args = sft_config(config, output_dir, has_validation=data.validation is not None, max_length=max_length)
     callbacks = list(callbacks or [])
     if config.save:
-        callbacks.append(save_callback(config.save_every_steps, config.save_every_minutes))
+        callbacks.append(save_callback(config.save_every_steps, config.save_every_minutes,
+                                       prior_seconds=prior_seconds))
     trainer = SFTTrainer(model=model, args=args, train_dataset=data.train, eval_dataset=data.validation,
                          processing_class=tokenizer, peft_config=lora_config(config) if config.lora else None,
                          callbacks=callbacks)
@@ -165,9 +175,9 @@ def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, r
     checkpoint into `run`. Raises RuntimeError when the loss is not finite (the checkpoint is not saved then)."""
     run.event("sft_started", model=model_name, config=asdict(config), data=data.stats.to_dict(),
               resumed_from=str(resume_from) if resume_from else None)
+    first, prior = resumed_step(resume_from), checkpoint_seconds(resume_from)
     trainer = build_trainer(data, model, tokenizer, config, run.path / TRAINER_DIR,
-                            callbacks=[_event_callback(run, progress)], max_length=max_length)
-    first = resumed_step(resume_from)
+                            callbacks=[_event_callback(run, progress)], max_length=max_length, prior_seconds=prior)
     t0 = time.monotonic()
     output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     elapsed = time.monotonic() - t0
@@ -178,7 +188,8 @@ def train_sft(data: SFTData, model: Any, tokenizer: Any, config: SFTRunConfig, r
     final_loss = last_value(history, "loss")
     summary = {"model": model_name, "steps": trainer.state.global_step, "epochs": round(trainer.state.epoch or 0, 3),
                "train_loss": output.training_loss, "final_loss": final_loss,
-               "eval_loss": last_value(history, "eval_loss"), "seconds": round(elapsed, 2),
+               "eval_loss": last_value(history, "eval_loss"), "seconds": round(prior + elapsed, 2),
+               "seconds_this_leg": round(elapsed, 2),  # `seconds` adds the earlier legs of a resumed run
                "seconds_per_step": round(elapsed / max(1, trainer.state.global_step - first), 3),
                "resumed_from_step": first or None,
                "lr": config.learning_rate, "lora": config.lora, **{f"data_{k}": v for k, v in
