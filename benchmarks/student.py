@@ -113,7 +113,8 @@ class Pipeline:
         if prior is not None and prior.get("scope") == scope:
             self.log(f"[{name}] done earlier ({prior['seconds']:.1f} s), skipped")
             return prior
-        self.log(f"[{name}] …" if prior is None else f"[{name}] done earlier for {prior.get('scope')}, now {scope} …")
+        self.log(f"[{name}] …" if prior is None
+                 else f"[{name}] done earlier for {prior.get('scope')}, now {scope} …")
         t0 = time.monotonic()
         result = fn()
         seconds = time.monotonic() - t0 + (prior["seconds"] if prior is not None else 0.0)

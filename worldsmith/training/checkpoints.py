@@ -8,8 +8,8 @@ A run's Trainer output folder (`<run>/trainer`) gets `checkpoint-<step>/` every 
 and `trainer_state.json` (step, log history) written last. transformers keeps only the newest (`save_total_limit`
 1, the older one deleted after the new one is complete). A folder without a readable `trainer_state.json` is a save
 cut short by a kill, never resumed from. Each checkpoint also records the training seconds spent so far
-(CLOCK_FILE), so a resumed run's `seconds` count every leg and `seconds_this_leg` the last one. When the run ends, its final model goes to `<run>/checkpoint/` (atomic,
-LoRA merged) and the Trainer folder is removed.
+(CLOCK_FILE), so a resumed run's `seconds` count every leg and `seconds_this_leg` the last one. When the run ends,
+its final model goes to `<run>/checkpoint/` (atomic, LoRA merged) and the Trainer folder is removed.
 
 `worldsmith train sft|rl --resume RUN` rebuilds the same data from the run's config.json (a fingerprint of the
 tokenized data refuses a resume when the inputs changed) and continues from the newest complete checkpoint.
