@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from worldsmith.core.store import atomic_write_text
+
 TRAIN_WORLDS = ("customer_pricing:11", "operations_supply_chain:12", "finance:13", "people:14",
                 "commercial_growth:15", "risk_fraud:16")
 HELDOUT_WORLDS = ("customer_pricing:101", "operations_supply_chain:102", "energy_iot:103", "education:104")
@@ -120,9 +122,7 @@ class Pipeline:
         seconds = time.monotonic() - t0 + (prior["seconds"] if prior is not None else 0.0)
         record = {"stage": name, "seconds": round(seconds, 2), "result": result,
                   **({"scope": scope} if scope is not None else {})}
-        tmp = self.root / "stages" / f".{name}.json.tmp"
-        tmp.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
-        tmp.replace(self.root / "stages" / f"{name}.json")
+        atomic_write_text(self.root / "stages" / f"{name}.json", json.dumps(record, indent=2, default=str))
         self.log(f"[{name}] {record['seconds']:.1f} s")
         return record
 
@@ -359,8 +359,8 @@ class Pipeline:
                            self.evaluate(agent(), path, f"eval/{label}-{set_name}", limit=cfg.limit),
                            scope={"limit": cfg.limit})
         summary = self.summary(time.monotonic() - t0)
-        write_text(self.root / "summary.json", json.dumps(summary, indent=2, default=str))
-        write_text(self.root / "report.md", render_report(summary))
+        atomic_write_text(self.root / "summary.json", json.dumps(summary, indent=2, default=str))
+        atomic_write_text(self.root / "report.md", render_report(summary))
         return summary
 
     def summary(self, wall_s: float) -> dict[str, Any]:
@@ -381,12 +381,6 @@ def parse_world(spec: str) -> tuple[str, int]:
     if not template or not seed.isdigit():
         raise ValueError(f"world {spec!r}: expected TEMPLATE:SEED, e.g. customer_pricing:11")
     return template, int(seed)
-
-
-def write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _rl_line(s: dict[str, Any]) -> list[str]:

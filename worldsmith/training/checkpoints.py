@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from worldsmith.core.store import atomic_write_text
+
 #: the Trainer's output folder inside a run directory (its periodic checkpoints)
 TRAINER_DIR = "trainer"
 #: the final model inside a run directory
@@ -64,9 +66,7 @@ def save_callback(steps: int, minutes: float, *, prior_seconds: float = 0.0) -> 
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if folder.is_dir():
                 clock = {"step": state.global_step, "train_seconds": round(prior_seconds + self.last - self.began, 2)}
-                tmp = folder / f".{CLOCK_FILE}.tmp"
-                tmp.write_text(json.dumps(clock), encoding="utf-8")
-                tmp.replace(folder / CLOCK_FILE)
+                atomic_write_text(folder / CLOCK_FILE, json.dumps(clock))
 
     return SaveEvery()
 
