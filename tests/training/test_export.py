@@ -112,3 +112,48 @@ def test_round_trip_on_smollm2_matches_transformers_and_llama_cpp(tmp_path: Path
     finally:
         llm.close()
     assert generated == greedy
+
+
+@needs_smollm2
+@pytest.mark.slow
+def test_q8_0_export_is_quantized_by_llama_cpp_and_keeps_the_greedy_text(tmp_path: Path) -> None:
+    import torch
+    from gguf import GGMLQuantizationType, GGUFReader
+    from llama_cpp import Llama
+
+    from worldsmith.training.export import export_gguf
+    from worldsmith.training.models import embedded_gguf, load_student
+
+    model, tok = load_student("smollm2-135m")
+    model.eval()
+    out = export_gguf(model, base_gguf=embedded_gguf("smollm2-135m", None), out=tmp_path / "student.gguf",
+                      out_type="q8_0")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["student.gguf"]  # no f16 intermediate left behind
+
+    reader = GGUFReader(str(out))
+    matrices = [t for t in reader.tensors if sum(int(d) > 1 for d in t.shape) == 2]
+    assert matrices and all(t.tensor_type == GGMLQuantizationType.Q8_0 for t in matrices)
+    assert all(t.tensor_type == GGMLQuantizationType.F32 for t in reader.tensors if t not in matrices)
+    assert reader.fields["general.file_type"].contents() == 7  # llama.cpp's LLAMA_FTYPE_MOSTLY_Q8_0
+    f16_bytes = sum(2 * int(np.prod([int(d) for d in t.shape])) for t in matrices)
+    assert out.stat().st_size < 0.6 * f16_bytes  # 8.5 bits a weight against 16
+
+    ids = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
+                                  add_generation_prompt=True, return_tensors="pt")
+    ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
+    with torch.no_grad():
+        want = model(ids).logits[0].numpy()
+        greedy = model.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
+    llm = Llama(model_path=str(out), n_ctx=256, n_threads=2, verbose=False, logits_all=True)
+    try:
+        llm.eval(ids[0].tolist())
+        scores = np.asarray(llm.scores[: ids.shape[1]])
+        generated = []
+        for token in llm.generate(ids[0].tolist(), temp=0.0, top_k=1, reset=True):
+            generated.append(token)
+            if len(generated) == 8:
+                break
+    finally:
+        llm.close()
+    assert (scores.argmax(-1) == want.argmax(-1)).mean() >= 0.9  # measured 0.97 on this prompt
+    assert generated == greedy

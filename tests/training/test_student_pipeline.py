@@ -120,6 +120,17 @@ def test_a_stage_runs_again_under_another_scope_and_adds_its_seconds(tmp_path: P
         (tmp_path / "run/stages/plain.json").read_text())
 
 
+def test_a_run_whose_ggufs_are_f16_refuses_to_go_on_as_q8_0(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "stages").mkdir(parents=True)  # the base stage of a run begun before --export-type (f16, unrecorded)
+    (run / "stages/base.json").write_text(json.dumps({"stage": "base", "seconds": 1.0,
+                                                      "result": {"gguf": str(run / "export/base.gguf")}}))
+    pipe = Pipeline(PipelineConfig(out=run, export_type="q8_0"), log=lambda _: None)
+    with pytest.raises(SystemExit, match="are f16, not q8_0; give --export-type q8_0 its own --out"):
+        pipe.run()
+    assert sorted(p.name for p in (run / "stages").iterdir()) == ["base.json"]  # refused before any stage ran
+
+
 def test_world_specs_are_template_and_seed() -> None:
     assert parse_world("finance:13") == ("finance", 13)
     with pytest.raises(ValueError, match="TEMPLATE:SEED"):

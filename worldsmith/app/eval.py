@@ -32,7 +32,8 @@ async def evaluate_path(rt: GraphRuntime, path: Path, *, samples: int | None = N
     retry_errors = settings.eval.retry_errors if retry_errors is None else retry_errors
     tasks = load_tasks(path, limit=limit, ids=ids, split=split)
     run = RunDir.open(run_path) if run_path else RunDir.create("eval", settings.runs_dir, config=settings.masked())
-    run.event("eval_request", tasks=str(path), n_tasks=len(tasks), samples=samples, retry_errors=retry_errors)
+    run.event("eval_request", tasks=str(path), n_tasks=len(tasks), samples=samples, retry_errors=retry_errors,
+              agent=_agent_identity(rt.llm))
     temperature = settings.eval.temperature_when_sampling if samples > 1 else None
     solver = TaskSolver(rt, temperature=temperature, greedy_first=settings.eval.greedy_first)
     if samples > 1:
@@ -55,4 +56,17 @@ async def evaluate_path(rt: GraphRuntime, path: Path, *, samples: int | None = N
     run.finish(status=status, pass_at_1=o.pass_at_1, n_tasks=o.n_tasks, errors=o.n_errors)
     return {"status": status, "counts": {"trajectories": pairs, "failed": o.n_errors, "completed": pairs - o.n_errors},
             "run_dir": str(run.path), "report": str(run.path / "report.md"), "llm_faults": report.llm_faults,
+            "task_ids": [t.id for t in tasks],
             "overall": o.model_dump(), "by_level": {k: v.model_dump() for k, v in report.by_level.items()}}
+
+
+def _agent_identity(llm: Any) -> dict[str, Any] | None:
+    """What the agent's endpoint is, as the LLM cache identifies it (an embedded model's SHA-256, a GGUF named by path
+    included): the record of which weights an eval measured. None when it cannot be told before the first call."""
+    from worldsmith.llm.errors import LLMError
+
+    provider = getattr(llm, "provider", None)
+    try:
+        return provider("agent").cache_identity() if callable(provider) else None
+    except LLMError:
+        return None  # a misconfigured endpoint fails at its first call, with the error that names the key

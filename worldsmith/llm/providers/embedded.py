@@ -1,4 +1,5 @@
-"""Embedded provider: llama-cpp-python in this process, with a GGUF from the model registry.
+"""Embedded provider: llama-cpp-python in this process, with a GGUF from the model registry or a GGUF file named by
+path (`llm.roles.agent.model=student.gguf`, e.g. a trained student from `worldsmith train export`).
 
 Each model is loaded once per (file, n_ctx, n_threads) per process and shared by every endpoint that uses it;
 a lock serialises calls because a ``llama_cpp.Llama`` is not thread-safe. The chat template comes from the
@@ -30,7 +31,7 @@ from typing import Any
 
 from worldsmith.llm.embeddings import EMBEDDING_MODELS, check_local_model, load_local_model
 from worldsmith.llm.errors import LLMContextError, LLMRequestError, LLMUnavailableError
-from worldsmith.llm.models import INSTALL_HINT, REGISTRY, ModelSpec, ensure_model, get_spec, missing_packages
+from worldsmith.llm.models import INSTALL_HINT, ModelSpec, ensure_model, get_spec, lookup_spec, missing_packages
 from worldsmith.llm.providers.base import Provider
 from worldsmith.llm.types import ProviderRequest, RawCompletion, RawEmbedding
 
@@ -138,7 +139,7 @@ class EmbeddedProvider(Provider):
             if self._model is None or self._model.closed:
                 spec = self.spec(role)
                 path = ensure_model(spec, self.models_dir)
-                n_ctx = min(self.cfg.n_ctx, spec.context_length)
+                n_ctx = min(self.cfg.n_ctx, spec.context_length or self.cfg.n_ctx)  # 0: the file does not say
                 if n_ctx < self.cfg.n_ctx:
                     log.info("%s: n_ctx %d capped at the model's context length %d", spec.name, self.cfg.n_ctx, n_ctx)
                 self._model = load_model(path, n_ctx, self.cfg.n_threads)
@@ -157,7 +158,7 @@ class EmbeddedProvider(Provider):
         return time.perf_counter() - t0
 
     def cache_identity(self) -> dict[str, Any]:
-        spec = REGISTRY.get(self.cfg.model)
+        spec = lookup_spec(self.cfg.model)  # a GGUF named by path is identified by its content, not its name
         return {"provider": self.name, "model": self.cfg.model, "sha256": spec.sha256 if spec else None}
 
     def describe(self) -> str:
