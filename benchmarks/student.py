@@ -362,6 +362,25 @@ class Pipeline:
         atomic_write_text(self.root / "report.md", render_report(summary))
         return summary
 
+    def paired(self, evals: dict[str, Any]) -> dict[str, Any]:
+        """Each trained student against the base on the same questions (`worldsmith compare`'s numbers): the
+        questions gained and lost and the exact McNemar p-value."""
+        from worldsmith.training.bench_summary import load_summary, paired_comparison
+
+        out: dict[str, Any] = {}
+        for key in evals:
+            label, _, set_name = key.partition("-")
+            if label in ("base", "teacher") or f"base-{set_name}" not in evals:
+                continue
+            try:
+                p = paired_comparison(load_summary(self.root / "eval" / f"base-{set_name}"),
+                                      load_summary(self.root / "eval" / key))
+            except (FileNotFoundError, ValueError) as exc:
+                out[key] = {"error": str(exc)}
+                continue
+            out[key] = {k: p[k] for k in ("n", "before", "after", "gained", "lost", "p_value")}
+        return out
+
     def summary(self, wall_s: float) -> dict[str, Any]:
         stages = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.root / "stages").glob("*.json"))}
         evals = {name[len("eval-"):]: rec["result"] for name, rec in stages.items() if name.startswith("eval-")}
@@ -371,7 +390,8 @@ class Pipeline:
                 "teacher_sampled": [v["result"] for k, v in sorted(stages.items()) if k.startswith("teacher-")],
                 "sft": stages["sft"]["result"], "rl": stages.get("rl", {}).get("result"),
                 "export": {k: v["result"] for k, v in stages.items() if k.startswith(("base", "export"))},
-                "eval": evals, "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
+                "eval": evals, "paired": self.paired(evals),
+                "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
                 "wall_s_this_invocation": round(wall_s, 1)}
 
 
@@ -417,6 +437,16 @@ def render_report(s: dict[str, Any]) -> str:
         label, _, set_name = key.partition("-")
         lines.append(f"| {label} | {set_name} | {e['n_tasks']} | {e['pass_at_1']:.1%} | {e['grammar_valid_rate']:.1%} "
                      f"| {e['void_rate']:.1%} | {e['turns']} | {e['errors']} |")
+    paired = {k: p for k, p in (s.get("paired") or {}).items() if "error" not in p}
+    if paired:
+        lines += ["", "Against the base on the same questions (exact McNemar test over the questions one of the two "
+                      "solved; `worldsmith compare eval/base-SET eval/MODEL-SET`):", "",
+                  "| model | eval set | base | model | gained | lost | p |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for key, p in paired.items():
+            label, _, set_name = key.partition("-")
+            lines.append(f"| {label} | {set_name} | {p['before']}/{p['n']} | {p['after']}/{p['n']} | "
+                         f"{len(p['gained'])} | {len(p['lost'])} | {p['p_value']:.3g} |")
     lines += ["", "| stage | seconds |", "| --- | ---: |"]
     lines += [f"| {k} | {v:.1f} |" for k, v in s["stage_seconds"].items()]
     return "\n".join(lines) + "\n"

@@ -71,9 +71,18 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
     assert summary["eval"]["sft-dabench"]["agent"]["model"].endswith("sft/checkpoint")
     assert summary["eval"]["rl-heldout"]["agent"]["model"].endswith("rl/checkpoint")
     assert set(summary["stage_seconds"]) == stages
+    # each trained student against the base, question by question
+    assert set(summary["paired"]) == {f"{m}-{s}" for m in ("sft", "rl") for s in ("heldout", "dabench")}
+    for key, p in summary["paired"].items():
+        label, _, set_name = key.partition("-")
+        base_pass = round(summary["eval"][f"base-{set_name}"]["pass_at_1"] * 2)
+        assert p["n"] == 2 and p["before"] == base_pass, key
+        assert p["after"] == round(summary["eval"][key]["pass_at_1"] * 2), key
+        assert p["after"] - p["before"] == len(p["gained"]) - len(p["lost"]) and 0 < p["p_value"] <= 1
 
     report = (run / "report.md").read_text()
     for needle in ("pass@1", "grammar-valid turns", "void turns", "customer_pricing", "| sft | dabench | 2 |",
+                   "exact McNemar test", "| rl | heldout | ",
                    "SFT+RL from the SFT checkpoint: 1 step(s) of 1 prompts × 2 rollouts (≤ 1 turns × 16 tokens)"):
         assert needle in report
     assert json.loads((run / "summary.json").read_text())["eval"] == summary["eval"]

@@ -17,6 +17,7 @@ from worldsmith.commands.common import EXIT_FAILED, EXIT_USAGE, console, emit_js
 
 def register(app: typer.Typer) -> None:
     app.command("eval")(eval_cmd)
+    app.command("compare")(compare_cmd)
 
 
 def progress_reporter(show: bool) -> tuple[Progress, Callable[[int, int], None]]:
@@ -103,3 +104,24 @@ def print_summary(result: dict) -> None:
     for level, m in sorted(result["by_level"].items()):
         console.print(f"  {level:<8} pass@1 {m['pass_at_1']:.1%} ({m['n_tasks']} tasks)")
     console.print(f"[dim]report: {result['report']}[/]")
+
+
+def compare_cmd(before: Annotated[Path, typer.Argument(help="The eval run directory (or benchmark summary JSON) before, e.g. the base student's.")],
+                after: Annotated[Path, typer.Argument(help="The one after, on the same task set, e.g. the trained student's.")],
+                tasks: Annotated[Optional[Path], typer.Option(help="The task set, for a run that stopped before its end (default: the one it names).")] = None,
+                alpha: Annotated[float, typer.Option(help="Significance level of the verdict.")] = 0.05,
+                json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False) -> None:
+    """Before and after on the same questions: solved counts, the questions gained and lost, and an exact McNemar
+    test of whether the change is beyond chance (paired, so the question draw cancels out).
+
+    Exit 0 when compared, 1 when a path is no eval run or the runs share no question, 2 for bad usage."""
+    from worldsmith.training.bench_summary import load_summary, paired_comparison, paired_text
+
+    if not 0 < alpha < 1:
+        fail(f"--alpha must lie between 0 and 1, got {alpha}", code=EXIT_USAGE)
+    with friendly_errors(FileNotFoundError, ValueError):
+        result = paired_comparison(load_summary(before, tasks), load_summary(after, tasks))
+    if json_out:
+        emit_json(result)
+        return
+    console.print(paired_text(result, alpha=alpha), highlight=False, soft_wrap=True)

@@ -224,6 +224,67 @@ def combine(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "partial": any(s.get("partial") for s in summaries)}
 
 
+# --------------------------------------------------------------------------------------------- paired
+
+
+def first_outcomes(summary: Mapping[str, Any]) -> dict[str, bool]:
+    """Question id → solved, by its first sample when a run has several (greedy under eval.greedy_first): the
+    binary outcome a paired test needs."""
+    return {q["task_id"]: bool(q["first"]) if "first" in q else q["correct"] >= 1.0 for q in summary["questions"]}
+
+
+def mcnemar_exact(gained: int, lost: int) -> float:
+    """Two-sided exact McNemar test: under "no change" each discordant question (solved by one run only) is a fair
+    coin, so the p-value is the binomial test of `gained` out of `gained + lost` at 0.5; 1.0 with no discordant
+    question."""
+    from scipy.stats import binomtest
+
+    n = gained + lost
+    return 1.0 if n == 0 else float(binomtest(gained, n, 0.5).pvalue)
+
+
+def paired_comparison(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """Before and after on the questions both runs graded: solved counts, the questions gained and lost, the exact
+    McNemar p-value over those discordant questions, and Wilson intervals for reference. Paired: the same
+    questions, so what differs between the runs is the model, not the draw of questions — a gain of 2 on 30
+    with none lost is less likely under chance than two overlapping intervals make it look."""
+    a, b = first_outcomes(before), first_outcomes(after)
+    common = [t for t in a if t in b]
+    if not common:
+        raise ValueError("the two runs share no question: compare evals of the same task set")
+    gained = [t for t in common if b[t] and not a[t]]
+    lost = [t for t in common if a[t] and not b[t]]
+    k_a, k_b, n = sum(a[t] for t in common), sum(b[t] for t in common), len(common)
+    return {"n": n, "before": k_a, "after": k_b, "gained": gained, "lost": lost,
+            "p_value": mcnemar_exact(len(gained), len(lost)),
+            "before_ci95": wilson_interval(k_a, n), "after_ci95": wilson_interval(k_b, n),
+            "only_before": [t for t in a if t not in b], "only_after": [t for t in b if t not in a],
+            "before_run": {k: before.get(k) for k in ("benchmark", "model", "run_dir")},
+            "after_run": {k: after.get(k) for k in ("benchmark", "model", "run_dir")}}
+
+
+def paired_text(p: Mapping[str, Any], *, alpha: float = 0.05) -> str:
+    """The comparison in a few lines: counts with intervals, the gained and lost questions, the test's verdict."""
+    def ids(xs: Sequence[str]) -> str:
+        return ", ".join(xs[:8]) + (f" … ({len(xs)})" if len(xs) > 8 else "") if xs else "none"
+
+    def side(label: str, k: int, ci: Sequence[float], run: Mapping[str, Any]) -> str:
+        model = f" ({run['model']})" if run.get("model") else ""
+        return f"{label}: {k}/{p['n']} {_pct(k / p['n'])} [95% {_pct(ci[0])}–{_pct(ci[1])}]{model}"
+
+    discordant = len(p["gained"]) + len(p["lost"])
+    verdict = ("a change beyond chance" if p["p_value"] < alpha else "not beyond chance") + f" at {alpha:.0%}"
+    lines = [side("before", p["before"], p["before_ci95"], p["before_run"]),
+             side("after ", p["after"], p["after_ci95"], p["after_run"]),
+             f"gained {len(p['gained'])}: {ids(p['gained'])}", f"lost {len(p['lost'])}: {ids(p['lost'])}",
+             f"exact McNemar test over the {discordant} question(s) only one run solved: p = {p['p_value']:.3g}, "
+             f"{verdict}"]
+    if p["only_before"] or p["only_after"]:
+        lines.append(f"left out (graded in one run only): {len(p['only_before'])} before, {len(p['only_after'])} "
+                     "after")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------------------------- strata
 
 
