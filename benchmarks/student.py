@@ -326,10 +326,11 @@ class Pipeline:
     # -- the whole run ----------------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         cfg, t0 = self.cfg, time.monotonic()
-        base = self.done("base")
-        if base is not None and base["result"].get("gguf") and base["result"].get("out_type", "f16") != cfg.export_type:
-            raise SystemExit(f"{self.root}: its GGUFs and evals are {base['result'].get('out_type', 'f16')}, not "
-                             f"{cfg.export_type}; give --export-type {cfg.export_type} its own --out")
+        base = (self.done("base") or {}).get("result", {})
+        made = base.get("out_type", "f16")  # a run begun before --export-type existed exported f16
+        if base.get("gguf") and made != cfg.export_type:
+            raise SystemExit(f"{self.root}: its GGUFs and evals are {made}, not {cfg.export_type}; give "
+                             f"--export-type {cfg.export_type} its own --out")
         self.stage("worlds", self.worlds)
         self.stage("teacher", self.teacher)
         if cfg.teacher is not None:

@@ -130,11 +130,16 @@ _FILE_SPECS: dict[tuple[str, int, int], ModelSpec] = {}
 
 
 def file_spec(path: Path, *, key: str = "llm.default.model") -> ModelSpec:
-    """A spec for a GGUF file on disk: hashed once per (file, size, mtime) in this process, context length from
-    its metadata. Raises LLMConfigError, naming `key`, when the file is missing or not a GGUF."""
+    """A spec for a GGUF file on disk: checked and hashed once per (file, size, mtime) in this process (the LLM cache
+    asks on every request), context length from its metadata. Raises LLMConfigError, naming `key`, when the file is
+    missing or not a GGUF."""
     path = Path(path).expanduser()
     try:
         st = path.stat()
+        resolved = path.resolve()
+        spec = _FILE_SPECS.get((str(resolved), st.st_size, st.st_mtime_ns))
+        if spec is not None:
+            return spec
         with open(path, "rb") as fh:
             magic = fh.read(4)
     except FileNotFoundError:
@@ -145,12 +150,9 @@ def file_spec(path: Path, *, key: str = "llm.default.model") -> ModelSpec:
     if magic != b"GGUF":
         raise LLMConfigError(f"{key}: {path} is not a GGUF file (it starts with {magic!r}, a GGUF with b'GGUF'); "
                              "export a checkpoint with `worldsmith train export CKPT --out FILE.gguf`")
-    ident = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    spec = _FILE_SPECS.get(ident)
-    if spec is None:
-        spec = _FILE_SPECS[ident] = ModelSpec(
-            name=str(path), description=f"GGUF file {path}", sha256=sha256_file(path), size=st.st_size,
-            context_length=gguf_context_length(path), file=path.resolve(), pinned=False)
+    spec = _FILE_SPECS[(str(resolved), st.st_size, st.st_mtime_ns)] = ModelSpec(
+        name=str(path), description=f"GGUF file {path}", sha256=sha256_file(path), size=st.st_size,
+        context_length=gguf_context_length(path), file=resolved, pinned=False)
     return spec
 
 
