@@ -203,3 +203,15 @@ def test_ping_reports_load_time_apart_from_latency(fake_env: FakeOpenAI, monkeyp
     fake_env.enqueue(Action.reply('{"greeting": "hi", "answer": 5}'))
     r = runner.invoke(app, ["llm", "ping"])
     assert r.exit_code == 0 and "load 0.50 s" in r.output and "latency" in r.output
+
+
+def test_ping_keeps_a_long_model_name_on_one_line(fake_env: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A student GGUF is named by its path, often wider than the terminal: it must stay copyable, not be folded."""
+    name = "/work/runs/student-qwen05-lora-genv2/exports/" + "sft-checkpoint-step-0024-" * 4 + "q8_0.gguf"
+    monkeypatch.setenv("WORLDSMITH_LLM__DEFAULT__MODEL", name)
+    fake_env.models.add(name)
+    fake_env.enqueue(Action.reply('{"greeting": "hi", "answer": 5}'))
+    r = runner.invoke(app, ["llm", "ping"], terminal_width=60)
+    assert r.exit_code == 0, r.output
+    assert f"openai:{name} …" in r.output  # the request line, whole
+    assert len([line for line in r.output.splitlines() if name in line]) == 2  # and the answer line

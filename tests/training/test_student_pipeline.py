@@ -41,6 +41,9 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
         summary = Pipeline(cfg, log=logs.append).run()
         teacher_requests = fake.request_count
 
+    # DABench first, each set through every model before the next: a run stopped part way has whole pairs on it
+    started = [line[1:].split("]")[0] for line in logs if line.startswith("[eval-") and line.endswith("…")]
+    assert started == [f"eval-{m}-{s}" for s in ("dabench", "heldout") for m in ("base", "sft", "rl")]
     run = tmp_path / "run"
     stages = {p.stem for p in (run / "stages").glob("*.json")}
     assert stages == {"worlds", "teacher", "sft", "base", "export-sft", "rl", "export-rl",

@@ -24,7 +24,8 @@ def ping_cmd(role: Annotated[str, typer.Option(help="Role whose endpoint to test
     try:
         ep = settings.llm.for_role(role)
         if not json_out:
-            console.print(f"pinging role [cyan]{role}[/] → {ep.provider}:{ep.model} …")
+            # soft_wrap: a model named by its GGUF path stays one copyable line, not folded mid-word by rich
+            console.print(f"pinging role [cyan]{role}[/] → {ep.provider}:{ep.model} …", soft_wrap=True)
         result = ping(LLM.from_settings(settings), role)
     except (LLMError, RoleConfigError) as exc:
         if json_out:  # a script reads one JSON object either way; the exit code says which
@@ -37,7 +38,7 @@ def ping_cmd(role: Annotated[str, typer.Option(help="Role whose endpoint to test
         load = f"load {result.load_s:.2f} s  " if result.load_s >= 0.01 else ""
         console.print(f"[green]ok[/] {result.provider}:{result.model}  {load}latency {result.latency_s:.2f} s  "
                       f"{result.completion_tokens} tokens, {result.tokens_per_s:.1f} tok/s"
-                      + ("  (needed a repair retry)" if result.repaired else ""))
+                      + ("  (needed a repair retry)" if result.repaired else ""), soft_wrap=True)
         console.print(f"object: {result.answer.model_dump_json()}  (2+3 {'correct' if result.correct else 'WRONG'})",
                       highlight=False)
     if not result.correct:
