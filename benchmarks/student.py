@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -385,6 +386,35 @@ class Pipeline:
             out[key] = {k: p[k] for k in ("n", "before", "after", "gained", "lost", "p_value")}
         return out
 
+    def heldout_kinds(self, evals: dict[str, Any]) -> dict[str, Any] | None:
+        """The held-out tasks whose question kind (the task id less its world's) trained on another world of the same
+        template (the SFT run's examples.jsonl), and each model's held-out passes among those and among the rest: a
+        pass on a seen kind is a seen recipe on new data and numbers, one on an unseen kind is more. None when the
+        SFT run wrote no manifest."""
+        from worldsmith.graphs.world_tasks import is_world_task, world_task_id
+        from worldsmith.training.bench_summary import first_outcomes, load_summary
+        from worldsmith.training.data import read_manifest
+
+        try:
+            trained = [e["task_id"] for e in read_manifest(self.root / "sft") if e["outcome"] == "train"]
+        except FileNotFoundError:
+            return None
+        held = json.loads((self.root / "stages" / "worlds.json").read_text(encoding="utf-8"))["result"]["heldout"]
+        seen = {}
+        for task_id in held["tasks"]:
+            prefix = world_task_id(next(w for w in held["worlds"] if is_world_task(task_id, w)))
+            kind = re.compile(rf"{re.escape(prefix.rsplit('-s', 1)[0])}-s\d+-{re.escape(task_id[len(prefix) + 1:])}")
+            seen[task_id] = any(kind.fullmatch(t) for t in trained)
+        out: dict[str, Any] = {"seen": sorted(t for t, v in seen.items() if v),
+                               "unseen": sorted(t for t, v in seen.items() if not v), "passes": {}}
+        for key in evals:
+            label, _, set_name = key.partition("-")
+            if set_name == "heldout":
+                solved = first_outcomes(load_summary(self.root / "eval" / key))
+                out["passes"][label] = {"seen": sum(solved.get(t, False) for t in out["seen"]),
+                                        "unseen": sum(solved.get(t, False) for t in out["unseen"])}
+        return out
+
     def summary(self, wall_s: float) -> dict[str, Any]:
         stages = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.root / "stages").glob("*.json"))}
         evals = {name[len("eval-"):]: rec["result"] for name, rec in stages.items() if name.startswith("eval-")}
@@ -394,7 +424,7 @@ class Pipeline:
                 "teacher_sampled": [v["result"] for k, v in sorted(stages.items()) if k.startswith("teacher-")],
                 "sft": stages["sft"]["result"], "rl": stages.get("rl", {}).get("result"),
                 "export": {k: v["result"] for k, v in stages.items() if k.startswith(("base", "export"))},
-                "eval": evals, "paired": self.paired(evals),
+                "eval": evals, "paired": self.paired(evals), "heldout_kinds": self.heldout_kinds(evals),
                 "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
                 "wall_s_this_invocation": round(wall_s, 1)}
 
@@ -451,6 +481,13 @@ def render_report(s: dict[str, Any]) -> str:
             label, _, set_name = key.partition("-")
             lines.append(f"| {label} | {set_name} | {p['before']}/{p['n']} | {p['after']}/{p['n']} | "
                          f"{len(p['gained'])} | {len(p['lost'])} | {p['p_value']:.3g} |")
+    kinds = s.get("heldout_kinds")
+    if kinds and kinds["passes"]:
+        n_seen, n_unseen = len(kinds["seen"]), len(kinds["unseen"])
+        lines += ["", f"Held-out tasks whose question kind trained on another world of the same template: {n_seen} of "
+                      f"{n_seen + n_unseen}. Passes on those / on the rest: "
+                      + "; ".join(f"{label} {p['seen']}/{n_seen}, {p['unseen']}/{n_unseen}"
+                                  for label, p in kinds["passes"].items()) + "."]
     lines += ["", "| stage | seconds |", "| --- | ---: |"]
     lines += [f"| {k} | {v:.1f} |" for k, v in s["stage_seconds"].items()]
     return "\n".join(lines) + "\n"

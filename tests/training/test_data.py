@@ -220,3 +220,34 @@ def test_a_dataset_saves_and_loads_back(tmp_path: Path, tok) -> None:
     assert load_from_disk(str(out / "train"))["input_ids"] == data.train["input_ids"]
     assert load_from_disk(str(out / "validation")).num_rows == data.validation.num_rows == 2
     assert json.loads((out / "stats.json").read_text())["validation_groups"] == 2
+
+
+def test_the_manifest_says_what_became_of_every_input_trajectory(tmp_path: Path, tok) -> None:
+    from worldsmith.training.data import read_manifest
+
+    n = build_sft_dataset([oracle(1)], tok, config=DataConfig(validation_fraction=0)).train[0]["n_tokens"]
+    trajs = [oracle(1, group="g1"), oracle(1, group="g1").model_copy(update={"id": "again"}),
+             passed(small_trajectory(), ok=False), oracle(22, group="g2"), oracle(3, group="g3"),
+             oracle(4, group="g4")]
+    data = build_sft_dataset(trajs, tok, config=DataConfig(max_tokens=n + 2, overflow="truncate",
+                                                           validation_fraction=0.25, seed=0))
+    by_id = {e["trajectory_id"]: e for e in data.manifest}
+    assert [e["trajectory_id"] for e in data.manifest] == ["o1", "again", small_trajectory().id, "o22", "o3", "o4"]
+    assert by_id["again"]["outcome"] == "duplicate"
+    assert by_id[small_trajectory().id]["outcome"] == "failed its grade"
+    # o22's texts are 2 bytes longer than o1's twice over (the tiny tokenizer: a token per byte): cut, still trained
+    assert by_id["o22"]["truncated"] is True and by_id["o22"]["n_tokens"] == n + 2
+    assert by_id["o1"]["truncated"] is False and by_id["o1"]["n_tokens"] == n
+    kept = [e for e in data.manifest if e["outcome"] in ("train", "validation")]
+    assert len(kept) == 4
+    # each kept entry's split is the dataset's: validation holds exactly the entries the manifest says
+    assert sorted(e["trajectory_id"] for e in kept if e["outcome"] == "validation") == \
+        sorted(data.validation["trajectory_id"])
+    assert [e["trajectory_id"] for e in kept if e["outcome"] == "train"] == data.train["trajectory_id"]
+    assert sum(e["n_trained"] for e in kept if e["outcome"] == "train") == data.stats.trained_tokens
+    assert {e["group"] for e in kept} == {"g1", "g2", "g3", "g4"} and {e["label"] for e in kept} == {"oracle"}
+
+    out = data.save(tmp_path / "sft")
+    assert read_manifest(out) == data.manifest
+    with pytest.raises(FileNotFoundError, match="no example manifest"):
+        read_manifest(tmp_path)

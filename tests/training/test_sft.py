@@ -73,6 +73,9 @@ def test_three_steps_through_the_cli_leave_a_checkpoint_curves_and_a_report(tmp_
 
     for name in ("config.json", "events.jsonl", "report.md", "history.json", "summary.json", "data_stats.json"):
         assert (out / name).is_file(), name
+    manifest = [json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()]
+    assert sorted(e["trajectory_id"] for e in manifest) == [f"o{i}" for i in range(8)]
+    assert sorted(e["outcome"] for e in manifest) == ["train"] * 6 + ["validation"] * 2
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![curves](curves.png)" in (out / "report.md").read_text()
     logs = [e for e in RunDir.open(out).events() if e["event"] == "sft_log" and "loss" in e]
@@ -140,3 +143,38 @@ def test_smollm2_loads_from_its_gguf_as_a_trainable_dense_model() -> None:
     ids = torch.tensor([data.train[0]["input_ids"]])
     loss = model(input_ids=ids, labels=torch.tensor([data.train[0]["labels"]])).loss
     assert math.isfinite(loss.item()) and loss.item() < 8  # a pretrained model, not a random one (ln 49152 ≈ 10.8)
+
+
+def test_train_data_shows_what_would_train_without_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.training.test_data import GOLDEN_TRAINED
+    from worldsmith.cli import app
+
+    monkeypatch.setenv("WORLDSMITH_HOME", str(tmp_path / "home"))
+    folder = _trajectory_folder(tmp_path / "trajs")
+    shown = passed(small_trajectory())
+    write_model(folder / "sampled.json", shown)
+    write_model(folder / "failed.json", passed(small_trajectory(), ok=False).model_copy(update={"id": "bad"}))
+    out = tmp_path / "manifest.jsonl"
+    r = CliRunner().invoke(app, ["train", "data", "--data", str(folder), "--model", "tiny", "--validation", "0",
+                                 "--out", str(out), "--show", shown.id])
+    assert r.exit_code == 0, r.output
+    assert "tiny: 9 train examples" in r.output and "from 10 trajectories" in r.output
+    assert "dropped: 1 failed its grade" in r.output and "8 oracle (train), 1 sampled (train)" in r.output
+    for span in GOLDEN_TRAINED:  # the golden spans (written by hand in test_data), printed as they are
+        assert span.rstrip("\n") in r.output
+    assert "trained in 2 spans" in r.output
+    manifest = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {e["trajectory_id"]: e["outcome"] for e in manifest}["bad"] == "failed its grade"
+    assert not list(tmp_path.glob("home/runs*"))  # nothing trained, no run directory
+
+    r = CliRunner().invoke(app, ["train", "data", "--data", str(folder), "--model", "tiny", "--show", shown.id,
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    payload = json.loads(r.stdout)
+    assert payload["shown"]["trained"] == GOLDEN_TRAINED and len(payload["manifest"]) == 10
+    assert payload["stats"]["train"] + payload["stats"]["validation"] == 9
+
+    r = CliRunner().invoke(app, ["train", "data", "--data", str(folder), "--model", "tiny", "--show", "bad"])
+    assert r.exit_code == 2 and "--show bad: dropped (failed its grade)" in r.output
+    r = CliRunner().invoke(app, ["train", "data", "--model", "tiny"])
+    assert r.exit_code == 2 and "give --data" in r.output

@@ -83,9 +83,19 @@ def test_pipeline_runs_every_stage_on_a_world_disjoint_split_and_resumes(tmp_pat
         assert p["after"] == round(summary["eval"][key]["pass_at_1"] * 2), key
         assert p["after"] - p["before"] == len(p["gained"]) - len(p["lost"]) and 0 < p["p_value"] <= 1
 
+    # held-out tasks whose question kind trained on the train world (the same template, another seed), by hand
+    train_prefix, held_prefix = (w.replace("_", "-") + "-" for w in (train["worlds"][0], held["worlds"][0]))
+    train_kinds = {e["id"].removeprefix(train_prefix) for e in train_index}
+    kinds = summary["heldout_kinds"]
+    assert kinds["seen"] == sorted(t for t in held["tasks"] if t.removeprefix(held_prefix) in train_kinds)
+    assert kinds["seen"] and sorted(kinds["seen"] + kinds["unseen"]) == sorted(held["tasks"])
+    assert set(kinds["passes"]) == {"base", "sft", "rl"}
+    for label, p in kinds["passes"].items():
+        assert p["seen"] + p["unseen"] == round(summary["eval"][f"{label}-heldout"]["pass_at_1"] * 2), label
+
     report = (run / "report.md").read_text()
     for needle in ("pass@1", "grammar-valid turns", "void turns", "customer_pricing", "| sft | dabench | 2 |",
-                   "exact McNemar test", "| rl | heldout | ",
+                   "exact McNemar test", "| rl | heldout | ", "Held-out tasks whose question kind trained",
                    "SFT+RL from the SFT checkpoint: 1 step(s) of 1 prompts × 2 rollouts (≤ 1 turns × 16 tokens)"):
         assert needle in report
     assert json.loads((run / "summary.json").read_text())["eval"] == summary["eval"]

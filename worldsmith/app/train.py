@@ -4,8 +4,10 @@
                                                   model="smollm2-135m", max_steps=50))
 
 Order: resolve the tokenizer, build the dataset (so bad data fails before a model is loaded), then load the
-student and train. Everything lands in one run directory: config.json, events.jsonl, data_stats.json, curves.png,
-history.json, summary.json, report.md and checkpoint/. A killed run continues with `resume_sft(settings, RUN)`:
+student and train. Everything lands in one run directory: config.json, events.jsonl, data_stats.json,
+examples.jsonl (every input trajectory and what became of it: train, validation or why it was dropped), curves.png,
+history.json, summary.json, report.md and checkpoint/. `sft_data_from_paths` builds the same dataset without
+training (`worldsmith train data`). A killed run continues with `resume_sft(settings, RUN)`:
 the request comes back from its config.json and training from its newest Trainer checkpoint (checkpoints.py).
 """
 
@@ -19,6 +21,7 @@ from typing import Any, TypeVar
 
 from worldsmith.core.config import Settings
 from worldsmith.core.runs import RunDir
+from worldsmith.training.data import MANIFEST, write_manifest
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ def sft_from_paths(settings: Settings, req: SFTRequest, *, progress: Callable[[i
               "data_fingerprint": _data_fingerprint(data), "settings": settings.masked()}
     run = RunDir.create_at("train-sft", settings.runs_dir, req.out, config)
     run.write_json("data_stats.json", data.stats.to_dict())
+    write_manifest(run.path / MANIFEST, data.manifest)
     return _train_sft(settings, req, run_config, data, run, None, progress)
 
 
@@ -131,7 +135,24 @@ def resume_sft(settings: Settings, run_path: Path, *, progress: Callable[[int, i
     return _train_sft(settings, req, run_config, data, run, checkpoint, progress)
 
 
+def sft_data_from_paths(settings: Settings, req: SFTRequest) -> tuple[Any, Any]:
+    """The dataset `sft_from_paths(settings, req)` would train on (its `manifest` says what became of each input
+    trajectory) and the student's tokenizer, with no model loaded and nothing written."""
+    _, data, tokenizer = _sft_dataset(settings, req)
+    return data, tokenizer
+
+
 def _sft_data(settings: Settings, req: SFTRequest) -> tuple[Any, Any, Any]:
+    from worldsmith.training.sft import SFTRunConfig
+
+    run_config = SFTRunConfig(epochs=req.epochs, max_steps=req.max_steps, lr=req.lr, lora=req.lora,
+                              batch_size=req.batch_size, grad_accum=req.grad_accum, seed=req.seed,
+                              save_every_steps=req.save_every_steps, save_every_minutes=req.save_every_minutes)
+    data_config, data, _ = _sft_dataset(settings, req)
+    return run_config, data_config, data
+
+
+def _sft_dataset(settings: Settings, req: SFTRequest) -> tuple[Any, Any, Any]:
     from worldsmith.agents.analyst import system_prompt
     from worldsmith.training.data import (
         DataConfig,
@@ -140,13 +161,9 @@ def _sft_data(settings: Settings, req: SFTRequest) -> tuple[Any, Any, Any]:
         load_trajectories,
     )
     from worldsmith.training.models import load_tokenizer
-    from worldsmith.training.sft import SFTRunConfig
 
     if not req.data:
         raise ValueError("train sft: give at least one --data path (an eval run, a task collection or a folder)")
-    run_config = SFTRunConfig(epochs=req.epochs, max_steps=req.max_steps, lr=req.lr, lora=req.lora,
-                              batch_size=req.batch_size, grad_accum=req.grad_accum, seed=req.seed,
-                              save_every_steps=req.save_every_steps, save_every_minutes=req.save_every_minutes)
     turn_limit = settings.analyst.max_tokens_per_turn if req.max_turn_tokens is None else req.max_turn_tokens
     data_config = DataConfig(max_tokens=req.max_tokens, overflow=req.overflow,  # type: ignore[arg-type]
                              validation_fraction=req.validation_fraction, seed=req.seed,
@@ -155,7 +172,7 @@ def _sft_data(settings: Settings, req: SFTRequest) -> tuple[Any, Any, Any]:
     trajectories, meta = load_trajectories(req.data, system_prompt=system_prompt() if req.oracle_system_prompt else None)
     for coll in req.tasks:
         meta.update(collection_meta(coll))
-    return run_config, data_config, build_sft_dataset(trajectories, tokenizer, tasks=meta, config=data_config)
+    return data_config, build_sft_dataset(trajectories, tokenizer, tasks=meta, config=data_config), tokenizer
 
 
 def _data_fingerprint(data: Any) -> str:

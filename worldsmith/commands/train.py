@@ -36,6 +36,7 @@ EXTENSIONS = ("worldsmith.commands.train_rl",)
 def build_train_app() -> typer.Typer:
     train_app = typer.Typer(help="Train students (SFT, SFT+RL) on the project's trajectories and tasks.",
                             no_args_is_help=True)
+    train_app.command("data")(data_cmd)
     train_app.command("sft")(sft_cmd)
     train_app.command("export")(export_cmd)
     for name in EXTENSIONS:
@@ -80,6 +81,75 @@ def check_resume(ctx: typer.Context, resume: Path | None, *, needed: str) -> Non
 
 def register(app: typer.Typer) -> None:
     app.add_typer(build_train_app(), name="train")
+
+
+def data_cmd(data: Annotated[list[Path] | None, typer.Option("--data", help="Eval run dir, task collection (its oracle trajectories) or folder of trajectory JSON (repeatable).")] = None,
+             model: Annotated[str, typer.Option(help="Student whose tokenizer and chat template render the examples (as in train sft).")] = "smollm2-135m",
+             tasks: Annotated[list[Path] | None, typer.Option("--tasks", help="Task collection giving groups and splits (repeatable).")] = None,
+             max_tokens: Annotated[int, typer.Option(help="Longest example in tokens.")] = 4096,
+             overflow: Annotated[str, typer.Option(help="Too-long examples: drop | truncate.")] = "drop",
+             max_turn_tokens: Annotated[int | None, typer.Option(help="Assistant turns longer than this (tokens) never train (default: analyst.max_tokens_per_turn; 0: no limit).")] = None,
+             validation: Annotated[float, typer.Option(help="Share of worlds/workspaces held out for validation.")] = 0.1,
+             seed: Annotated[int, typer.Option(help="Seed for the split.")] = 0,
+             out: Annotated[Path | None, typer.Option(help="Write the manifest here (JSON lines: every input trajectory, its split or why it was dropped).")] = None,
+             show: Annotated[str | None, typer.Option(help="Print the tokens that train in one example (a trajectory id, or a task id: its first example).")] = None,
+             json_out: Annotated[bool, typer.Option("--json", help="Machine-readable: stats and manifest.")] = False) -> None:
+    """Build the dataset train sft would train on, without training: what trains, what was dropped and why."""
+    from collections import Counter
+
+    from worldsmith.app.train import SFTRequest, sft_data_from_paths
+    from worldsmith.core.store import ArtifactError
+    from worldsmith.training.data import rejected_summary, trained_text, write_manifest
+
+    if not data:
+        fail("give --data (an eval run, a task collection or a folder of trajectories)", code=EXIT_USAGE)
+    for p in data:
+        if not p.exists():
+            fail(f"--data {p}: no such folder", code=EXIT_USAGE)
+    if overflow not in ("drop", "truncate"):
+        fail(f"--overflow must be drop or truncate, got {overflow!r}", code=EXIT_USAGE)
+    req = SFTRequest(data=list(data), model=model, tasks=list(tasks or []), max_tokens=max_tokens, overflow=overflow,
+                     max_turn_tokens=max_turn_tokens, validation_fraction=validation, seed=seed)
+    with friendly_errors(ValueError, FileNotFoundError, ArtifactError, ImportError):
+        built, tokenizer = sft_data_from_paths(STATE.settings(), req)
+    if out is not None:
+        write_manifest(out, built.manifest)
+    example = None
+    if show is not None:
+        rows = [r for split in (built.train, built.validation) if split is not None for r in split]
+        example = next((r for r in rows if r["trajectory_id"] == show), None) or next(
+            (r for r in rows if r["task_id"] == show), None)
+        if example is None:
+            dropped = next((e["outcome"] for e in built.manifest if show in (e["trajectory_id"], e["task_id"])), None)
+            fail(f"--show {show}: " + (f"dropped ({dropped})" if dropped else "no input trajectory has this id"),
+                 code=EXIT_USAGE)
+    if json_out:
+        payload: dict = {"stats": built.stats.to_dict(), "manifest": built.manifest}
+        if example is not None:
+            payload["shown"] = {"trajectory_id": example["trajectory_id"],
+                                "trained": trained_text(example, tokenizer)}
+        emit_json(payload)
+        return
+    st = built.stats
+    console.print(f"{model}: {st.train} train examples ({st.train_groups} groups), {st.validation} validation "
+                  f"({st.validation_groups} groups) from {st.loaded} trajectories; {st.train_tokens:,} train tokens, "
+                  f"{st.trained_tokens:,} of them trained", highlight=False)
+    kept = Counter((e["outcome"], e["label"]) for e in built.manifest if e["outcome"] in ("train", "validation"))
+    console.print("kept by label: " + ", ".join(f"{n} {label} ({split})" for (split, label), n in sorted(kept.items())),
+                  highlight=False)
+    console.print(f"dropped: {rejected_summary(st)}", highlight=False)
+    if st.truncated or st.long_turns_masked:
+        console.print(f"{st.truncated} truncated to {max_tokens} tokens; {st.long_turns_masked} turns over the turn "
+                      "limit kept as context without loss", highlight=False)
+    if out is not None:
+        console.print(f"manifest: {out}", highlight=False, soft_wrap=True)
+    if example is not None:
+        spans = trained_text(example, tokenizer)
+        console.print(f"\n{example['trajectory_id']} ({example['task_id']}): {example['n_tokens']} tokens, "
+                      f"{example['n_trained']} trained in {len(spans)} spans", highlight=False)
+        for i, span in enumerate(spans, 1):
+            console.rule(f"trained span {i}")
+            console.out(span, highlight=False)
 
 
 def sft_cmd(ctx: typer.Context,

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from worldsmith.core.schemas import Task, Trajectory
-from worldsmith.core.store import ArtifactError, read_jsonl, read_model, sha256_json
+from worldsmith.core.store import ArtifactError, atomic_write_text, read_jsonl, read_model, sha256_json
 from worldsmith.training.chat_tokenizers import ChatTokenizer, HFChatTokenizer
 from worldsmith.training.sft_data import (
     IGNORE_INDEX,
@@ -119,16 +119,17 @@ class SFTData:
     train: Dataset
     validation: Dataset | None
     stats: DataStats
+    manifest: list[dict[str, Any]] = field(default_factory=list)
+    """Every input trajectory in input order and what became of it (see `build_rows`)."""
 
     def save(self, out: str | Path) -> Path:
-        """`out/train`, `out/validation` (datasets' save_to_disk) and `out/stats.json`."""
-        from worldsmith.core.store import atomic_write_text
-
+        """`out/train`, `out/validation` (datasets' save_to_disk), `out/stats.json` and the manifest."""
         out = Path(out)
         self.train.save_to_disk(str(out / "train"))
         if self.validation is not None:
             self.validation.save_to_disk(str(out / "validation"))
         atomic_write_text(out / "stats.json", json.dumps(self.stats.to_dict(), indent=2) + "\n")
+        write_manifest(out / MANIFEST, self.manifest)
         return out
 
 
@@ -312,8 +313,11 @@ def as_chat_tokenizer(tokenizer: Any) -> ChatTokenizer:
 
 
 def build_rows(trajectories: Sequence[Trajectory], tokenizer: Any, *, tasks: Mapping[str, TaskMeta] | None = None,
-               config: DataConfig | None = None, stats: DataStats | None = None) -> list[dict[str, Any]]:
-    """Accepted, deduplicated, length-limited rows (dicts of the dataset's columns), in input order."""
+               config: DataConfig | None = None, stats: DataStats | None = None,
+               manifest: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Accepted, deduplicated, length-limited rows (dicts of the dataset's columns), in input order. `manifest`,
+    when given, gets one entry per input trajectory: its ids, group and `outcome` — "kept", "truncated" (kept, cut
+    to `max_tokens`) or why it was dropped (the reason `stats` counts it under, "duplicate", "too long")."""
     config = config or DataConfig()
     stats = stats if stats is not None else DataStats()
     tasks = tasks or {}
@@ -322,30 +326,42 @@ def build_rows(trajectories: Sequence[Trajectory], tokenizer: Any, *, tasks: Map
     rows: list[dict[str, Any]] = []
     for traj in trajectories:
         stats.loaded += 1
-        reason = accept(traj, tasks.get(traj.task_id), skip_void=config.skip_void)
-        if reason is not None:
-            stats.reject(reason)
-            continue
-        if config.dedup:
-            key = conversation_key(traj)
-            if key in seen:
-                stats.duplicates += 1
-                continue
-            seen.add(key)
-        ex = to_sft_example(traj, tok)
-        if not any(ex.loss_mask):
-            stats.reject("no trainable turn")
-            continue
-        if config.max_turn_tokens is not None:
-            ex, masked = _mask_long_turns(ex, config.max_turn_tokens)
-            stats.long_turns_masked += masked
-            if not any(ex.loss_mask):
-                stats.reject(f"every turn longer than {config.max_turn_tokens} tokens")
-                continue
-        ex = _fit(ex, config, stats)
-        if ex is not None:
-            rows.append(_row(traj, ex, group_of(traj, tasks)))
+        outcome = _build_row(traj, tok, tasks, config, stats, seen, rows)
+        if manifest is not None:
+            manifest.append({"trajectory_id": traj.id, "task_id": traj.task_id, "group": group_of(traj, tasks),
+                             "label": traj.label, "outcome": outcome})
     return rows
+
+
+def _build_row(traj: Trajectory, tok: ChatTokenizer, tasks: Mapping[str, TaskMeta], config: DataConfig,
+               stats: DataStats, seen: set[str], rows: list[dict[str, Any]]) -> str:
+    """`traj`'s row appended to `rows` ("kept" or "truncated"), or the reason it is not."""
+    reason = accept(traj, tasks.get(traj.task_id), skip_void=config.skip_void)
+    if reason is not None:
+        stats.reject(reason)
+        return reason
+    if config.dedup:
+        key = conversation_key(traj)
+        if key in seen:
+            stats.duplicates += 1
+            return "duplicate"
+        seen.add(key)
+    ex = to_sft_example(traj, tok)
+    if not any(ex.loss_mask):
+        stats.reject("no trainable turn")
+        return "no trainable turn"
+    if config.max_turn_tokens is not None:
+        ex, masked = _mask_long_turns(ex, config.max_turn_tokens)
+        stats.long_turns_masked += masked
+        if not any(ex.loss_mask):
+            reason = f"every turn longer than {config.max_turn_tokens} tokens"
+            stats.reject(reason)
+            return reason
+    fitted = _fit(ex, config, stats)
+    if fitted is None:
+        return "too long"
+    rows.append(_row(traj, fitted, group_of(traj, tasks)))
+    return "truncated" if fitted is not ex else "kept"
 
 
 def _dataset(rows: list[dict[str, Any]]) -> Dataset:
@@ -360,7 +376,8 @@ def build_sft_dataset(trajectories: Sequence[Trajectory], tokenizer: Any, *,
     Face tokenizer. Raises ValueError when nothing is left to train on, with the rejection counts."""
     config = config or DataConfig()
     stats = DataStats()
-    rows = build_rows(trajectories, tokenizer, tasks=tasks, config=config, stats=stats)
+    manifest: list[dict[str, Any]] = []
+    rows = build_rows(trajectories, tokenizer, tasks=tasks, config=config, stats=stats, manifest=manifest)
     held = split_groups((r["group"] for r in rows), config.validation_fraction, config.seed)
     train = [r for r in rows if r["group"] not in held]
     val = [r for r in rows if r["group"] in held]
@@ -373,7 +390,31 @@ def build_sft_dataset(trajectories: Sequence[Trajectory], tokenizer: Any, *,
     stats.validation_groups = len(held)
     stats.train_tokens = sum(r["n_tokens"] for r in train)
     stats.trained_tokens = sum(r["n_trained"] for r in train)
-    return SFTData(train=_dataset(train), validation=_dataset(val) if val else None, stats=stats)
+    kept = iter(rows)  # the kept entries of the manifest are the rows, in the same order
+    for entry in manifest:
+        if entry["outcome"] in ("kept", "truncated"):
+            row = next(kept)
+            entry.update(outcome="validation" if row["group"] in held else "train", n_tokens=row["n_tokens"],
+                         n_trained=row["n_trained"], truncated=entry["outcome"] == "truncated")
+    return SFTData(train=_dataset(train), validation=_dataset(val) if val else None, stats=stats, manifest=manifest)
+
+
+#: The manifest's file name in a dataset folder and in a `train sft` run directory.
+MANIFEST = "examples.jsonl"
+
+
+def write_manifest(path: str | Path, manifest: Sequence[Mapping[str, Any]]) -> Path:
+    """`manifest` as JSON lines, atomically."""
+    return atomic_write_text(path, "".join(json.dumps(dict(e), sort_keys=True) + "\n" for e in manifest))
+
+
+def read_manifest(path: str | Path) -> list[dict[str, Any]]:
+    """A manifest written by `write_manifest` (a run directory or dataset folder is looked into)."""
+    path = Path(path)
+    path = path / MANIFEST if path.is_dir() else path
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no example manifest (runs of `train sft` before it was written have none)")
+    return read_jsonl(path)
 
 
 def trained_text(row: Mapping[str, Any], tokenizer: Any) -> list[str]:
@@ -396,6 +437,7 @@ def rejected_summary(stats: DataStats) -> str:
 __all__ = [
     "COLUMNS",
     "IGNORE_INDEX",
+    "MANIFEST",
     "DataConfig",
     "DataStats",
     "SFTData",
@@ -410,7 +452,9 @@ __all__ = [
     "has_void",
     "load_source",
     "load_trajectories",
+    "read_manifest",
     "rejected_summary",
     "split_groups",
     "trained_text",
+    "write_manifest",
 ]
