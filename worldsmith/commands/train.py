@@ -110,10 +110,10 @@ def data_cmd(data: Annotated[list[Path] | None, typer.Option("--data", help="Eva
         fail(f"--overflow must be drop or truncate, got {overflow!r}", code=EXIT_USAGE)
     req = SFTRequest(data=list(data), model=model, tasks=list(tasks or []), max_tokens=max_tokens, overflow=overflow,
                      max_turn_tokens=max_turn_tokens, validation_fraction=validation, seed=seed)
-    with friendly_errors(ValueError, FileNotFoundError, ArtifactError, ImportError):
+    with friendly_errors(ValueError, FileNotFoundError, ArtifactError, ImportError, OSError):
         built, tokenizer = sft_data_from_paths(STATE.settings(), req)
-    if out is not None:
-        write_manifest(out, built.manifest)
+        if out is not None:
+            write_manifest(out, built.manifest)
     example = None
     if show is not None:
         rows = [r for split in (built.train, built.validation) if split is not None for r in split]
