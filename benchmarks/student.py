@@ -526,6 +526,10 @@ def main() -> None:
                     help="further SFT data: the teacher's eval runs on other worlds (their graded passes train)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    if a.dabench is None:  # the default share is looked for beside the repository: say when it is not there
+        print(f"no DABench share at {DABENCH_DEV}: DABench evals skipped (give --dabench DIR)", flush=True)
+    elif not a.dabench.is_dir():
+        ap.error(f"--dabench {a.dabench}: no such folder")
     teacher = None if a.no_teacher else {"provider": "embedded", "model": a.teacher}
     cfg = PipelineConfig(out=a.out, student=a.student, teacher=teacher,
                          train_worlds=tuple(a.train_worlds), heldout_worlds=tuple(a.heldout_worlds), rows=a.rows,
