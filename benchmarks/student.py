@@ -365,34 +365,45 @@ class Pipeline:
         atomic_write_text(self.root / "report.md", render_report(summary))
         return summary
 
-    def paired(self, evals: dict[str, Any]) -> dict[str, Any]:
+    def eval_summaries(self) -> Callable[[str], dict[str, Any]]:
+        """`load(key)`: the summary of eval/<key> (its trajectories read), read once however often it is asked for
+        (the base's by each student's paired test, the held-out ones again by `heldout_kinds`)."""
+        from worldsmith.training.bench_summary import load_summary
+
+        loaded: dict[str, dict[str, Any]] = {}
+
+        def load(key: str) -> dict[str, Any]:
+            if key not in loaded:
+                loaded[key] = load_summary(self.root / "eval" / key)
+            return loaded[key]
+
+        return load
+
+    def paired(self, evals: dict[str, Any], load: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
         """Each trained student against the base on the same questions (`worldsmith compare`'s numbers): the
         questions gained and lost and the exact McNemar p-value."""
-        from worldsmith.training.bench_summary import load_summary, paired_comparison
+        from worldsmith.training.bench_summary import paired_comparison
 
         out: dict[str, Any] = {}
-        bases: dict[str, Any] = {}  # each set's base eval, read once however many students it is compared with
         for key in evals:
             label, _, set_name = key.partition("-")
             if label in ("base", "teacher") or f"base-{set_name}" not in evals:
                 continue
             try:
-                if set_name not in bases:
-                    bases[set_name] = load_summary(self.root / "eval" / f"base-{set_name}")
-                p = paired_comparison(bases[set_name], load_summary(self.root / "eval" / key))
+                p = paired_comparison(load(f"base-{set_name}"), load(key))
             except (FileNotFoundError, ValueError) as exc:
                 out[key] = {"error": str(exc)}
                 continue
             out[key] = {k: p[k] for k in ("n", "before", "after", "gained", "lost", "p_value")}
         return out
 
-    def heldout_kinds(self, evals: dict[str, Any]) -> dict[str, Any] | None:
+    def heldout_kinds(self, evals: dict[str, Any], load: Callable[[str], dict[str, Any]]) -> dict[str, Any] | None:
         """The held-out tasks whose question kind (the task id less its world's) trained on another world of the same
         template (the SFT run's examples.jsonl), and each model's held-out passes among those and among the rest: a
         pass on a seen kind is a seen recipe on new data and numbers, one on an unseen kind is more. None when the
         SFT run wrote no manifest."""
         from worldsmith.graphs.world_tasks import is_world_task, world_task_id
-        from worldsmith.training.bench_summary import first_outcomes, load_summary
+        from worldsmith.training.bench_summary import first_outcomes
         from worldsmith.training.data import read_manifest
 
         try:
@@ -410,7 +421,7 @@ class Pipeline:
         for key in evals:
             label, _, set_name = key.partition("-")
             if set_name == "heldout":
-                solved = first_outcomes(load_summary(self.root / "eval" / key))
+                solved = first_outcomes(load(key))
                 out["passes"][label] = {"seen": sum(solved.get(t, False) for t in out["seen"]),
                                         "unseen": sum(solved.get(t, False) for t in out["unseen"])}
         return out
@@ -418,13 +429,14 @@ class Pipeline:
     def summary(self, wall_s: float) -> dict[str, Any]:
         stages = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.root / "stages").glob("*.json"))}
         evals = {name[len("eval-"):]: rec["result"] for name, rec in stages.items() if name.startswith("eval-")}
+        load = self.eval_summaries()
         config = {k: (str(v) if isinstance(v, Path) else [str(p) for p in v] if k == "extra_data" else v)
                   for k, v in asdict(self.cfg).items()}
         return {"config": config, "split": stages["worlds"]["result"], "teacher": stages["teacher"]["result"],
                 "teacher_sampled": [v["result"] for k, v in sorted(stages.items()) if k.startswith("teacher-")],
                 "sft": stages["sft"]["result"], "rl": stages.get("rl", {}).get("result"),
                 "export": {k: v["result"] for k, v in stages.items() if k.startswith(("base", "export"))},
-                "eval": evals, "paired": self.paired(evals), "heldout_kinds": self.heldout_kinds(evals),
+                "eval": evals, "paired": self.paired(evals, load), "heldout_kinds": self.heldout_kinds(evals, load),
                 "stage_seconds": {k: v["seconds"] for k, v in stages.items()},
                 "wall_s_this_invocation": round(wall_s, 1)}
 

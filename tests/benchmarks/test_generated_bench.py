@@ -83,7 +83,6 @@ def test_frozen_set_matches_its_checksums_and_has_the_promised_shape(manifest: d
                 assert f"{x} minus {y}" in t.instruction and a.spec.comparison.a.label in t.instruction
 
 
-@pytest.mark.slow
 def _same_parquet(built: Path, frozen: Path) -> bool:
     """The same table (values, types, schema metadata) apart from the writers' versions: pyarrow stores the pandas
     version that wrote a frame (`pandas_version`), so pandas 3.1.2 writes other bytes than the 3.1.1 that froze the
@@ -100,6 +99,7 @@ def _same_parquet(built: Path, frozen: Path) -> bool:
     return a.equals(b) and meta(a) == meta(b)
 
 
+@pytest.mark.slow
 def test_build_is_byte_identical_and_reproduces_the_frozen_files(tmp_path: Path, manifest: dict) -> None:
     """Two builds of one seed-list entry give the same files, and they are the repo's frozen files.
 

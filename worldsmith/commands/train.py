@@ -79,6 +79,15 @@ def check_resume(ctx: typer.Context, resume: Path | None, *, needed: str) -> Non
         fail(f"give {needed} (or --resume RUN to continue a killed run)", code=EXIT_USAGE)
 
 
+def check_data_options(data: list[Path], overflow: str) -> None:
+    """The SFT data options `train data` and `train sft` share: every --data path exists, --overflow is known."""
+    for p in data:
+        if not p.exists():
+            fail(f"--data {p}: no such folder", code=EXIT_USAGE)
+    if overflow not in ("drop", "truncate"):
+        fail(f"--overflow must be drop or truncate, got {overflow!r}", code=EXIT_USAGE)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(build_train_app(), name="train")
 
@@ -103,11 +112,7 @@ def data_cmd(data: Annotated[list[Path] | None, typer.Option("--data", help="Eva
 
     if not data:
         fail("give --data (an eval run, a task collection or a folder of trajectories)", code=EXIT_USAGE)
-    for p in data:
-        if not p.exists():
-            fail(f"--data {p}: no such folder", code=EXIT_USAGE)
-    if overflow not in ("drop", "truncate"):
-        fail(f"--overflow must be drop or truncate, got {overflow!r}", code=EXIT_USAGE)
+    check_data_options(data, overflow)
     req = SFTRequest(data=list(data), model=model, tasks=list(tasks or []), max_tokens=max_tokens, overflow=overflow,
                      max_turn_tokens=max_turn_tokens, validation_fraction=validation, seed=seed)
     with friendly_errors(ValueError, FileNotFoundError, ArtifactError, ImportError, OSError):
@@ -178,11 +183,7 @@ def sft_cmd(ctx: typer.Context,
     from worldsmith.llm import LLMError
 
     check_resume(ctx, resume, needed="--data")
-    for p in data or []:
-        if not p.exists():
-            fail(f"--data {p}: no such folder", code=EXIT_USAGE)
-    if overflow not in ("drop", "truncate"):
-        fail(f"--overflow must be drop or truncate, got {overflow!r}", code=EXIT_USAGE)
+    check_data_options(data or [], overflow)
     progress, on_step = step_reporter("sft", show=not json_out)
     with friendly_errors(ValueError, FileNotFoundError, FileExistsError, ArtifactError, ImportError, RuntimeError,
                          LLMError), progress:

@@ -137,7 +137,8 @@ def file_spec(path: Path, *, key: str = "llm.default.model") -> ModelSpec:
     try:
         st = path.stat()
         resolved = path.resolve()
-        spec = _FILE_SPECS.get((str(resolved), st.st_size, st.st_mtime_ns))
+        ident = (str(resolved), st.st_size, st.st_mtime_ns)
+        spec = _FILE_SPECS.get(ident)
         if spec is not None:
             return spec
         with open(path, "rb") as fh:
@@ -150,7 +151,7 @@ def file_spec(path: Path, *, key: str = "llm.default.model") -> ModelSpec:
     if magic != b"GGUF":
         raise LLMConfigError(f"{key}: {path} is not a GGUF file (it starts with {magic!r}, a GGUF with b'GGUF'); "
                              "export a checkpoint with `worldsmith train export CKPT --out FILE.gguf`")
-    spec = _FILE_SPECS[(str(resolved), st.st_size, st.st_mtime_ns)] = ModelSpec(
+    spec = _FILE_SPECS[ident] = ModelSpec(
         name=str(path), description=f"GGUF file {path}", sha256=sha256_file(path), size=st.st_size,
         context_length=gguf_context_length(path), file=resolved, pinned=False)
     return spec

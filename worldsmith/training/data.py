@@ -326,14 +326,15 @@ def build_rows(trajectories: Sequence[Trajectory], tokenizer: Any, *, tasks: Map
     rows: list[dict[str, Any]] = []
     for traj in trajectories:
         stats.loaded += 1
-        outcome = _build_row(traj, tok, tasks, config, stats, seen, rows)
+        group = group_of(traj, tasks)
+        outcome = _build_row(traj, group, tok, tasks, config, stats, seen, rows)
         if manifest is not None:
-            manifest.append({"trajectory_id": traj.id, "task_id": traj.task_id, "group": group_of(traj, tasks),
-                             "label": traj.label, "outcome": outcome})
+            manifest.append({"trajectory_id": traj.id, "task_id": traj.task_id, "group": group, "label": traj.label,
+                             "outcome": outcome})
     return rows
 
 
-def _build_row(traj: Trajectory, tok: ChatTokenizer, tasks: Mapping[str, TaskMeta], config: DataConfig,
+def _build_row(traj: Trajectory, group: str, tok: ChatTokenizer, tasks: Mapping[str, TaskMeta], config: DataConfig,
                stats: DataStats, seen: set[str], rows: list[dict[str, Any]]) -> str:
     """`traj`'s row appended to `rows` ("kept" or "truncated"), or the reason it is not."""
     reason = accept(traj, tasks.get(traj.task_id), skip_void=config.skip_void)
@@ -360,7 +361,7 @@ def _build_row(traj: Trajectory, tok: ChatTokenizer, tasks: Mapping[str, TaskMet
     fitted = _fit(ex, config, stats)
     if fitted is None:
         return "too long"
-    rows.append(_row(traj, fitted, group_of(traj, tasks)))
+    rows.append(_row(traj, fitted, group))
     return "truncated" if fitted is not ex else "kept"
 
 
