@@ -269,8 +269,33 @@ def test_unshown_numbers_by_hand() -> None:
     assert unshown("@mean[85349.2]", ["mean"], cells) is None
     assert unshown("@mean[85349.9]", ["mean"], cells) is not None  # not within half its last place (0.05)
     assert unshown("@n[3]", ["n"], cells) is None  # a small whole number is a count or a label: not checked
-    assert unshown("@kind[engineering]", ["kind"], cells) is None  # not a number
+    assert unshown("@kind[engineering]", ["kind"], cells) is None  # a name the output shows
     assert unshown("@gap[10253] @other[1]", ["other"], cells) is None  # only the requested names are checked
+
+
+def test_unshown_named_values_by_hand() -> None:
+    """dabench-252: the 0.5B student printed one skewness and named the first country of the prompt's sample rows."""
+    from worldsmith.agents.answer_guards import Cell, unshown
+
+    q = ('Determine which country had the highest skewness.\n@highest_skewness_country[country_name] where '
+         '"country_name" is a string')
+    skew = [Cell('print(df["gdpPercap_1992"].skew())', True, "1.2307354913526567")]
+    assert unshown("@highest_skewness_country[Afghanistan]", ["highest_skewness_country"], skew, q).detail == (
+        "@highest_skewness_country[Afghanistan]")
+    table = [Cell("print(s.sort_values().tail(2))", True, "country\nJapan      1.91\nSaudi Arabia    2.30\n")]
+    assert unshown("@highest_skewness_country[Saudi Arabia]", ["highest_skewness_country"], table, q) is None
+    assert unshown("@highest_skewness_country[saudi arabia.]", ["highest_skewness_country"], table, q) is None
+    assert unshown("@c[Japan, Saudi Arabia]", ["c"], table, q) is None  # each part shown
+    assert unshown("@c[Japan, India]", ["c"], table, q).detail == "@c[Japan, India]"  # India is not
+    assert unshown("@c[Arabia]", ["c"], [Cell("print(x)", True, "Arabian")], q) is not None  # whole words only
+    failed = [Cell("print(x)", False, "Saudi Arabia\nKeyError: 'y'")]  # a failed cell's output backs nothing
+    assert unshown("@c[Saudi Arabia]", ["c"], failed, q) is not None
+    normal = 'Is it normal? @normality[result] where "result" is "Normal" or "Not Normal".'
+    assert unshown("@normality[Not Normal]", ["normality"], skew, normal) is None  # a choice the question writes
+    for judgement in ("Yes", "false", "None"):  # a test's outcome, shown as a p-value or a bool
+        assert unshown(f"@normal[{judgement}]", ["normal"], skew, q) is None
+    for mixed in ("2019-03-04", "Q3 2020", "[1, 2]"):  # dates and mixed values are not names
+        assert unshown(f"@d[{mixed}]", ["d"], skew, q) is None
 
 
 def test_the_answer_lines_example_value_unshown_is_an_example_copy() -> None:

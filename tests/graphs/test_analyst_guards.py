@@ -217,6 +217,21 @@ async def test_an_answer_number_no_output_shows_gets_one_reask_and_is_kept_after
     assert traj.status == "answered" and traj.final_answer == "@total[75.5]"
 
 
+async def test_a_named_answer_no_output_shows_is_reasked_then_kept_once_shown(scripted, sales_csv: Path) -> None:
+    """dabench-252: the 0.5B student printed one number and named a country no cell had looked at. Re-asked once; the
+    model then prints the regions and answers with one of them, and the answer stands."""
+    script, make_rt = scripted
+    q = "Which region has the largest amount? Answer as @region[region_name] where region_name is a string."
+    script.queue(READ_TOTAL, answer("@region[east]"),
+                 "<think>Per region.</think><code>print(df.groupby('region')['amount'].sum().idxmax())</code>",
+                 answer("@region[east]"))
+    traj = await _solve(make_rt(), q, [sales_csv])
+    assert fired(traj) == [("unshown", True)]
+    assert "No output of your code shows @region[east]" in script.requests[2].last_user
+    assert traj.steps[-2].observation.strip() == "east"
+    assert traj.status == "answered" and traj.final_answer == "@region[east]"
+
+
 async def test_a_number_printed_with_more_decimals_or_as_a_fraction_is_shown(scripted, shop_csv: Path) -> None:
     script, make_rt = scripted
     q = "What share of the revenue comes from the first row, in percent? Answer as @share[value]."

@@ -15,7 +15,8 @@ Kinds, in the order the check node acts on them:
   question) outside the column's observed range;
 - unshown: a number the answer gives that no output of a cell that ran shows, at the precision the answer writes
   it (core/claim_numbers.py's rule; a percentage may be printed as a fraction, small whole numbers are not
-  checked) — made up, or taken from the prompt's sample rows;
+  checked), or a named value (letters, no digits; not yes/no and not a choice the question writes) no output
+  shows — made up, or taken from the prompt's sample rows;
 - report_sources: a Markdown report, asked to explain how it computed its numbers, that names none of the data
   files its code read (v13's teacher reports stated the right r in one sentence and failed their rubrics on the
   files and the method).
@@ -206,7 +207,7 @@ def check_answer(answer: str, question: str, names: Sequence[str], cells: Sequen
     if facts is not None:
         found += [self_correlation(answer, question, names, facts), out_of_range(answer, question, names, facts)]
     if files and not any(found):  # an answer already re-asked about, or a guess, needs no second message on its numbers
-        found.append(unshown(answer, names, cells))
+        found.append(unshown(answer, names, cells, question))
     found.append(report_sources(answer, question, names, cells, files))
     return [f for f in found if f is not None]
 
@@ -236,17 +237,48 @@ def report_sources(answer: str, question: str, names: Sequence[str], cells: Sequ
     return Finding("report_sources", ", ".join(read))
 
 
-def unshown(answer: str, names: Sequence[str], cells: Sequence[Cell]) -> Finding | None:
-    """The requested answers whose number no output of a cell that ran shows (see the module's note)."""
-    printed = [x for c in cells if c.ok for x in printed_numbers(c.observation)]
+def unshown(answer: str, names: Sequence[str], cells: Sequence[Cell], question: str = "") -> Finding | None:
+    """The requested answers whose number, or named value, no output of a cell that ran shows (see the module's
+    note). `question`: a name it offers as a choice ("'Normal' or 'Not Normal'") is not checked."""
+    ran = [c.observation for c in cells if c.ok]
+    printed = [x for text in ran for x in printed_numbers(text)]
     got = {n: v.strip() for n, v in extract_answers(answer).items()}
-    # read as a percentage, so a fraction printed for it backs it too (claim_numbers.backs)
-    missing = [f"@{n}[{got[n]}]" + _misrounded(got[n], printed) for n in names if n in got
-               and parse_number(got[n]) is not None
-               and unbacked_numbers(got[n] if got[n].endswith("%") else got[n] + "%", printed)]
+    missing = []
+    for n in names:
+        if n not in got:
+            continue
+        if parse_number(got[n]) is not None:
+            # read as a percentage, so a fraction printed for it backs it too (claim_numbers.backs)
+            if unbacked_numbers(got[n] if got[n].endswith("%") else got[n] + "%", printed):
+                missing.append(f"@{n}[{got[n]}]" + _misrounded(got[n], printed))
+        elif _unshown_name(got[n], question, ran):
+            missing.append(f"@{n}[{got[n]}]")
     if not missing:
         return None
     return Finding("unshown", ", ".join(missing))
+
+
+#: answers a question asks as a judgement, which code shows as a test's outcome rather than as the word
+_JUDGEMENTS = frozenset({"yes", "no", "true", "false", "none", "null", "nan", "n/a", "na"})
+
+
+def _unshown_name(value: str, question: str, outputs: Sequence[str]) -> bool:
+    """A named answer (a country, a category, a column: letters, no digits) that neither the question offers nor
+    any output shows, part by part for a list ("Japan, China"). The 0.5B student answered dabench-252's "which
+    country" with the first country of the prompt's sample rows, no cell having looked at a country."""
+    parts = [p for p in (normalise_text(x) for x in re.split(r"[,;]", value)) if p]
+    if not parts or any(not re.search(r"[^\W\d_]", p) or re.search(r"\d", p) for p in parts):
+        return False  # a number, a date or a mixed value: the number check's, or not checked
+    if all(p in _JUDGEMENTS or len(p) < 2 for p in parts):
+        return False
+    shown = " ".join(normalise_text(t) for t in (question, *outputs))
+    whole = normalise_text(value)
+    return not _has_words(shown, whole) and any(not _has_words(shown, p) for p in parts
+                                                if p not in _JUDGEMENTS and len(p) >= 2)
+
+
+def _has_words(text: str, words: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(words) + r"(?!\w)", text) is not None
 
 
 def _misrounded(text: str, printed: Sequence[float]) -> str:
