@@ -22,6 +22,7 @@ from worldsmith.training.data import (
     build_sft_dataset,
     load_source,
     split_groups,
+    segments,
     trained_text,
 )
 from worldsmith.training.models import tiny_tokenizer
@@ -77,6 +78,19 @@ def test_golden_masks_with_the_tiny_models_tokenizer(tok) -> None:
     # one token per byte: the trained token count is the byte length of the two spans, worked out by hand
     assert row["n_trained"] == len(GOLDEN_TRAINED[0].encode()) - len("<|im_end|>") + 1 \
         + len(GOLDEN_TRAINED[1].encode()) - len("<|im_end|>") + 1
+
+
+def test_golden_segments_are_the_whole_example_split_at_the_trained_spans(tok) -> None:
+    """train data --show --context prints these: every token once, the context runs between the trained spans."""
+    data = build_sft_dataset([passed(small_trajectory())], tok, config=DataConfig(validation_fraction=0))
+    assert segments(data.train[0], tok) == [
+        (False, "<|im_start|>system\nYou analyse data.<|im_end|>\n"
+                "<|im_start|>user\nWhat is 2+2? Answer as @x[value].<|im_end|>\n<|im_start|>assistant\n"),
+        (True, CODE + "<|im_end|>\n"),
+        (False, "<|im_start|>user\n<interpreter>\n4\n</interpreter><|im_end|>\n"
+                f"<|im_start|>assistant\n{VOID}<|im_end|>\n"
+                "<|im_start|>user\nI could not read your reply.<|im_end|>\n<|im_start|>assistant\n"),
+        (True, ANSWER + "<|im_end|>\n")]
 
 
 def test_golden_masks_with_smollm2s_tokenizer_read_from_its_gguf() -> None:

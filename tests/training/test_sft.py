@@ -146,7 +146,7 @@ def test_smollm2_loads_from_its_gguf_as_a_trainable_dense_model() -> None:
 
 
 def test_train_data_shows_what_would_train_without_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.training.test_data import GOLDEN_TRAINED
+    from tests.training.test_data import GOLDEN_TRAINED, GOLDEN_WHOLE
     from worldsmith.cli import app
 
     monkeypatch.setenv("WORLDSMITH_HOME", str(tmp_path / "home"))
@@ -174,6 +174,22 @@ def test_train_data_shows_what_would_train_without_training(tmp_path: Path, monk
     assert payload["shown"]["trained"] == GOLDEN_TRAINED and len(payload["manifest"]) == 10
     assert payload["stats"]["train"] + payload["stats"]["validation"] == 9
 
+    r = CliRunner().invoke(app, ["train", "data", "--data", str(folder), "--model", "tiny", "--show", shown.id,
+                                 "--context"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("context (no loss)") == 2 and "trained span 2" in r.output
+    assert "What is 2+2? Answer as @x[value]." in r.output and "I could not read your reply." in r.output
+    # the context and the spans in order, as the student reads them (the hand-written render in test_data)
+    body = r.output[r.output.index("trained in 2 spans"):]
+    assert body.index("You analyse data.") < body.index(GOLDEN_TRAINED[0].strip()) < body.index("<interpreter>") \
+        < body.index(GOLDEN_TRAINED[1].strip())
+    r = CliRunner().invoke(app, ["train", "data", "--data", str(folder), "--model", "tiny", "--show", shown.id,
+                                 "--context", "--json"])
+    parts = json.loads(r.stdout)["shown"]["segments"]
+    assert [p["trained"] for p in parts] == [False, True, False, True]
+    assert "".join(p["text"] for p in parts) == GOLDEN_WHOLE
+    r = CliRunner().invoke(app, ["train", "data", "--data", str(folder), "--model", "tiny", "--context"])
+    assert r.exit_code == 2 and "give --show ID too" in r.output
     r = CliRunner().invoke(app, ["train", "data", "--data", str(folder), "--model", "tiny", "--show", "bad"])
     assert r.exit_code == 2 and "--show bad: dropped (failed its grade)" in r.output
     r = CliRunner().invoke(app, ["train", "data", "--model", "tiny"])

@@ -102,16 +102,19 @@ def data_cmd(data: Annotated[list[Path] | None, typer.Option("--data", help="Eva
              seed: Annotated[int, typer.Option(help="Seed for the split.")] = 0,
              out: Annotated[Path | None, typer.Option(help="Write the manifest here (JSON lines: every input trajectory, its split or why it was dropped).")] = None,
              show: Annotated[str | None, typer.Option(help="Print the tokens that train in one example (a trajectory id, or a task id: its first example).")] = None,
+             context: Annotated[bool, typer.Option("--context", help="With --show: print the whole example as the student reads it, the context between the trained spans too.")] = False,
              json_out: Annotated[bool, typer.Option("--json", help="Machine-readable: stats and manifest.")] = False) -> None:
     """Build the dataset train sft would train on, without training: what trains, what was dropped and why."""
     from collections import Counter
 
     from worldsmith.app.train import SFTRequest, sft_data_from_paths
     from worldsmith.core.store import ArtifactError
-    from worldsmith.training.data import rejected_summary, trained_text, write_manifest
+    from worldsmith.training.data import rejected_summary, segments, write_manifest
 
     if not data:
         fail("give --data (an eval run, a task collection or a folder of trajectories)", code=EXIT_USAGE)
+    if context and show is None:
+        fail("--context prints the example --show names: give --show ID too", code=EXIT_USAGE)
     check_data_options(data, overflow)
     req = SFTRequest(data=list(data), model=model, tasks=list(tasks or []), max_tokens=max_tokens, overflow=overflow,
                      max_turn_tokens=max_turn_tokens, validation_fraction=validation, seed=seed)
@@ -128,11 +131,14 @@ def data_cmd(data: Annotated[list[Path] | None, typer.Option("--data", help="Eva
             dropped = next((e["outcome"] for e in built.manifest if show in (e["trajectory_id"], e["task_id"])), None)
             fail(f"--show {show}: " + (f"dropped ({dropped})" if dropped else "no input trajectory has this id"),
                  code=EXIT_USAGE)
+    parts = segments(example, tokenizer) if example is not None else []
+    spans = [text for trained, text in parts if trained]
     if json_out:
         payload: dict = {"stats": built.stats.to_dict(), "manifest": built.manifest}
         if example is not None:
-            payload["shown"] = {"trajectory_id": example["trajectory_id"],
-                                "trained": trained_text(example, tokenizer)}
+            payload["shown"] = {"trajectory_id": example["trajectory_id"], "trained": spans}
+            if context:
+                payload["shown"]["segments"] = [{"trained": t, "text": text} for t, text in parts]
         emit_json(payload)
         return
     st = built.stats
@@ -149,12 +155,14 @@ def data_cmd(data: Annotated[list[Path] | None, typer.Option("--data", help="Eva
     if out is not None:
         console.print(f"manifest: {out}", highlight=False, soft_wrap=True)
     if example is not None:
-        spans = trained_text(example, tokenizer)
         console.print(f"\n{example['trajectory_id']} ({example['task_id']}): {example['n_tokens']} tokens, "
                       f"{example['n_trained']} trained in {len(spans)} spans", highlight=False)
-        for i, span in enumerate(spans, 1):
-            console.rule(f"trained span {i}")
-            console.out(span, highlight=False)
+        i = 0
+        for trained, text in parts if context else [(True, span) for span in spans]:
+            i += trained
+            console.rule(f"trained span {i}" if trained else "context (no loss)",
+                         style="bold green" if trained else "dim")
+            console.out(text, highlight=False)
 
 
 def sft_cmd(ctx: typer.Context,

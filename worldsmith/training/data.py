@@ -420,9 +420,25 @@ def read_manifest(path: str | Path) -> list[dict[str, Any]]:
 
 def trained_text(row: Mapping[str, Any], tokenizer: Any) -> list[str]:
     """The decoded spans of a row that carry loss, in order (for golden tests and eyeballing a dataset)."""
+    return [text for trained, text in segments(row, tokenizer) if trained]
+
+
+def segments(row: Mapping[str, Any], tokenizer: Any) -> list[tuple[bool, str]]:
+    """The whole rendered row, decoded in order as (trains, text) runs: the context (system, user and interpreter
+    turns, chat-template tokens) between the spans that carry loss."""
     tok = as_chat_tokenizer(tokenizer)
-    ex = SFTExample(messages=[], input_ids=list(row["input_ids"]), loss_mask=list(row["completion_mask"]))
-    return [tok.decode(ex.input_ids[a:b]) for a, b in ex.trained_spans()]
+    ids = list(row["input_ids"])
+    ex = SFTExample(messages=[], input_ids=ids, loss_mask=list(row["completion_mask"]))
+    out: list[tuple[bool, str]] = []
+    at = 0
+    for a, b in ex.trained_spans():
+        if a > at:
+            out.append((False, tok.decode(ids[at:a])))
+        out.append((True, tok.decode(ids[a:b])))
+        at = b
+    if at < len(ids):
+        out.append((False, tok.decode(ids[at:])))
+    return out
 
 
 def rejected_summary(stats: DataStats) -> str:
@@ -455,6 +471,7 @@ __all__ = [
     "load_trajectories",
     "read_manifest",
     "rejected_summary",
+    "segments",
     "split_groups",
     "trained_text",
     "write_manifest",
