@@ -265,3 +265,23 @@ def test_the_manifest_says_what_became_of_every_input_trajectory(tmp_path: Path,
     assert read_manifest(out) == data.manifest
     with pytest.raises(FileNotFoundError, match="no example manifest"):
         read_manifest(tmp_path)
+
+
+def test_a_passed_answer_no_output_shows_never_trains() -> None:
+    """A sampled trajectory whose final answer the `unshown` guard still fired on (kept, not re-asked) passed by
+    luck: it is dropped. One whose unshown answer was re-asked and then answered from a printed value trains."""
+    from worldsmith.core.schemas import GuardFiring
+    from worldsmith.training.data import accept
+
+    def sampled(guards: list[GuardFiring], kinds: str) -> Trajectory:  # kinds: "c" a code step, "a" an answer
+        steps = [Step(index=i, thought="t", action=Action(kind="code", content="print(60)"), observation="60")
+                 if k == "c" else Step(index=i, thought="t", action=Action(kind="answer", content="@total[60]"))
+                 for i, k in enumerate(kinds)]
+        return passed(Trajectory(id="s", task_id="t", model="m", label="sampled", status="answered",
+                                 final_answer="@total[60]", steps=steps, guards=guards))
+
+    assert accept(sampled([GuardFiring(kind="unshown", step=1, detail="@total[60]", reasked=False)], "ca")) == \
+        "answer no output shows"
+    reasked = GuardFiring(kind="unshown", step=1, detail="@total[61]", reasked=True)
+    assert accept(sampled([reasked], "caca")) is None  # its last answer (step 3) drew no guard
+    assert accept(sampled([GuardFiring(kind="names", step=1, detail="@x", reasked=False)], "ca")) is None

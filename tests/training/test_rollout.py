@@ -254,3 +254,29 @@ def test_the_answer_lines_example_copied_earns_nothing_even_inside_the_tolerance
     kw = {k: out[k] for k in ("rollout_messages", "unsupported", "answered")}
     scores = rollout_reward(datamind_reward)(["", ""], ["", ""], answers=answers, answer_tokens=[10] * 2, **kw)
     assert scores == [0.0, 1.0]
+
+
+def test_a_right_number_or_name_no_output_shows_earns_nothing(env, sales_csv: Path) -> None:  # noqa: ANN001
+    """Inference keeps an unshown answer (one re-ask, then the grade decides); RL must not pay for it. sales.csv's
+    amounts are 10, 20 and 30: a total of 60 and the largest region `east`, worked out by hand. Answered after a
+    cell that printed only the line count, both are guesses and score 0; printed by a cell, they keep their credit."""
+    from worldsmith.training.rewards import datamind_reward
+
+    tok, e = env
+    total = "<think>\nsum\n</think>\n<code>\nprint(pd.read_csv('sales.csv')['amount'].sum())\n</code>"
+    biggest = ("<think>\nlargest\n</think>\n<code>\nd = pd.read_csv('sales.csv')\n"
+               "print(d.loc[d['amount'].idxmax(), 'region'])\n</code>")
+    if not e.config.prelude:
+        total, biggest = (t.replace("<code>\n", "<code>\nimport pandas as pd\n") for t in (total, biggest))
+    say_total = "<think>\nsum\n</think>\n<answer>\n@total[60]\n</answer>"
+    say_east = "<think>\nlargest\n</think>\n<answer>\n@region[east]\n</answer>"
+    gen = _scripted(tok, [[CODE_TURN, say_total], [total, say_total], [CODE_TURN, say_east], [biggest, say_east]])
+    q = "Which region has the largest amount? @region[region_name] where region_name is a string"
+    rollouts = e.run([_prompt("A: total?"), _prompt("B: total?"), _prompt("C: " + q), _prompt("D: " + q)],
+                     [[sales_csv]] * 4, gen, 4096, [["total"], ["total"], ["region"], ["region"]])
+    assert [r.unsupported for r in rollouts] == ["unshown: @total[60]", None, "unshown: @region[east]", None]
+    out = rollout_output(rollouts)
+    answers = [[{"name": "total", "value": 60}]] * 2 + [[{"name": "region", "value": "east"}]] * 2
+    kw = {k: out[k] for k in ("rollout_messages", "unsupported", "answered")}
+    scores = rollout_reward(datamind_reward)([""] * 4, [""] * 4, answers=answers, answer_tokens=[10] * 4, **kw)
+    assert scores == [0.0, 1.0, 0.0, 1.0]

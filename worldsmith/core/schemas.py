@@ -276,6 +276,11 @@ GuardKind = Literal["no_evidence", "example_copy", "names", "self_correlation", 
                     "report_sources", "setup_restored"]
 #: guards that, still firing on the final answer, make it unsupported (graded wrong, never a teacher trajectory)
 BLOCKING_GUARDS: frozenset[str] = frozenset({"no_evidence", "example_copy"})
+#: guards that, still firing on the final answer, leave it no training credit: the blocking ones, and `unshown` (a
+#: number or name no output showed). Inference keeps an unshown answer and lets the grade decide; training must not
+#: reward (RL) or imitate (SFT) a right guess — the 0.5B student named dabench-252's country from the prompt's sample
+#: rows and passed
+UNPAID_GUARDS: frozenset[str] = BLOCKING_GUARDS | {"unshown"}
 
 
 class GuardFiring(Model):

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from worldsmith.core.schemas import Task, Trajectory
+from worldsmith.core.schemas import UNPAID_GUARDS, Task, Trajectory
 from worldsmith.core.store import ArtifactError, atomic_write_text, read_jsonl, read_model, sha256_json
 from worldsmith.training.chat_tokenizers import ChatTokenizer, HFChatTokenizer
 from worldsmith.training.sft_data import (
@@ -163,9 +163,18 @@ def accept(traj: Trajectory, meta: TaskMeta | None = None, *, skip_void: bool = 
             return "failed its grade"
         if traj.graded_answer is not None and traj.graded_answer != traj.final_answer:
             return "graded after post-processing"  # the model's own answer, which would train, was not the one graded
+        if unpaid_answer(traj):
+            return "answer no output shows"  # a right guess: imitating it teaches guessing
     if skip_void and has_void(traj):
         return "has a void turn"
     return None
+
+
+def unpaid_answer(traj: Trajectory) -> bool:
+    """Whether a guard of core/schemas.UNPAID_GUARDS fired on the final answer and it was kept (not re-asked)."""
+    answers = [s.index for s in traj.steps if s.action is not None and s.action.kind == "answer"]
+    return bool(answers) and any(g.kind in UNPAID_GUARDS and g.step == answers[-1] and not g.reasked
+                                 for g in traj.guards)
 
 
 # --------------------------------------------------------------------------------------------- loading

@@ -34,7 +34,7 @@ from worldsmith.agents.analyst import (PRELUDE, empty_merge, last_turn_nudge, ob
                                        same_output, void_feedback)
 from worldsmith.agents.answer_guards import Cell, check_answer, profile_facts
 from worldsmith.core.sandbox_config import SandboxConfig
-from worldsmith.core.schemas import BLOCKING_GUARDS
+from worldsmith.core.schemas import UNPAID_GUARDS
 from worldsmith.tools.grammar import (ACTION_STOP_SEQUENCES, close_action, parse_turn_lenient, render_observation,
                                       to_chat_roles)
 from worldsmith.tools.sandbox import Sandbox, SandboxError, SandboxPool, open_sandbox
@@ -82,7 +82,7 @@ class Rollout:
     cut_off: bool = False  # the latest turn hit max_new_tokens before it ended
     last_cell: tuple[str, str] | None = None  # (code, observation) of the latest cell, for the repeat note
     executed: list[Cell] = field(default_factory=list)  # every cell run, for the answer guards
-    unsupported: str | None = None  # a blocking answer guard's finding (no evidence, worked-example copy)
+    unsupported: str | None = None  # an unpaid answer guard's finding (no evidence, example copy, unshown)
     setup: str = ""  # the code its session ran before the first cell, when it ran without an error
     setup_probe: str = ""  # `df` as that setup left it (agents/setup_guard.py)
     restored: int = 0  # cells after which the setup ran again
@@ -199,11 +199,12 @@ class SandboxEnvironment:
             generate: TurnGenerator, max_completion_tokens: int,
             names: Sequence[Sequence[str]] | None = None, setups: Sequence[str] | None = None) -> list[Rollout]:
         """Roll out every prompt to an answer, `max_turns` turns, or the token budget; one sandbox session each.
-        An answer is then checked by inference's own guards (agents/answer_guards.check_answer) and one that a
-        blocking guard fires on — no cell that read the data; a copy of the worked example, or of its answer line's
-        example value ("e.g. 12.35") that no output showed — is marked `unsupported` (the rewards score it wrong: a
-        right guess must not pay). `names`: each prompt's requested answer names; `setups`: code each session runs after
-        the prelude, before the first cell (the join its task turn says has run), as inference."""
+        An answer is then checked by inference's own guards (agents/answer_guards.check_answer) and one that an
+        unpaid guard (core/schemas.UNPAID_GUARDS) fires on — no cell that read the data; a copy of the worked example,
+        or of its answer line's example value ("e.g. 12.35") that no output showed; a number or name no output showed
+        — is marked `unsupported` (the rewards score it at most 0: a right guess must not pay). `names`: each prompt's
+        requested answer names; `setups`: code each session runs after the prelude, before the first cell (the join
+        its task turn says has run), as inference."""
         loop = self._ensure_loop()
         timings = RolloutTimings()
         rollouts = [Rollout(prompt_ids=self.frame.prompt_ids(p)) for p in prompts]
@@ -258,7 +259,7 @@ class SandboxEnvironment:
                 wanted = list(names[k]) if names is not None else []
                 ran = [Cell(code=setups[k], ok=True, observation="")] if setups is not None and k in set_up else []
                 found = next((f for f in check_answer(r.answer, _task_text(prompts[k]), wanted, ran + r.executed,
-                                                      [str(p) for p in inputs[k]]) if f.kind in BLOCKING_GUARDS), None)
+                                                      [str(p) for p in inputs[k]]) if f.kind in UNPAID_GUARDS), None)
                 r.unsupported = f"{found.kind}: {found.detail}" if found else None
         self.timings.add(timings)
         self.last_timings = timings
