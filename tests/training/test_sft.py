@@ -159,6 +159,8 @@ def test_train_data_shows_what_would_train_without_training(tmp_path: Path, monk
                                  "--out", str(out), "--show", shown.id])
     assert r.exit_code == 0, r.output
     assert "tiny: 9 train examples" in r.output and "from 10 trajectories" in r.output
+    first = next(line for line in r.output.splitlines() if line.startswith("tiny: 9 train examples"))
+    assert len(first) > 80 and first.endswith("of them trained")  # one line in a pipe, not folded at 80 columns
     assert "dropped: 1 failed its grade" in r.output and "8 oracle (train), 1 sampled (train)" in r.output
     for span in GOLDEN_TRAINED:  # the golden spans (written by hand in test_data), printed as they are
         assert span.rstrip("\n") in r.output

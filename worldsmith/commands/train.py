@@ -106,6 +106,7 @@ def data_cmd(data: Annotated[list[Path] | None, typer.Option("--data", help="Eva
              json_out: Annotated[bool, typer.Option("--json", help="Machine-readable: stats and manifest.")] = False) -> None:
     """Build the dataset train sft would train on, without training: what trains, what was dropped and why."""
     from collections import Counter
+    from functools import partial
 
     from worldsmith.app.train import SFTRequest, sft_data_from_paths
     from worldsmith.core.store import ArtifactError
@@ -142,21 +143,21 @@ def data_cmd(data: Annotated[list[Path] | None, typer.Option("--data", help="Eva
         emit_json(payload)
         return
     st = built.stats
-    console.print(f"{model}: {st.train} train examples ({st.train_groups} groups), {st.validation} validation "
-                  f"({st.validation_groups} groups) from {st.loaded} trajectories; {st.train_tokens:,} train tokens, "
-                  f"{st.trained_tokens:,} of them trained", highlight=False)
+    say = partial(console.print, highlight=False, soft_wrap=True)  # whole lines in a log or pipe
+    say(f"{model}: {st.train} train examples ({st.train_groups} groups), {st.validation} validation "
+        f"({st.validation_groups} groups) from {st.loaded} trajectories; {st.train_tokens:,} train tokens, "
+        f"{st.trained_tokens:,} of them trained")
     kept = Counter((e["outcome"], e["label"]) for e in built.manifest if e["outcome"] in ("train", "validation"))
-    console.print("kept by label: " + ", ".join(f"{n} {label} ({split})" for (split, label), n in sorted(kept.items())),
-                  highlight=False)
-    console.print(f"dropped: {rejected_summary(st)}", highlight=False)
+    say("kept by label: " + ", ".join(f"{n} {label} ({split})" for (split, label), n in sorted(kept.items())))
+    say(f"dropped: {rejected_summary(st)}")
     if st.truncated or st.long_turns_masked:
-        console.print(f"{st.truncated} truncated to {max_tokens} tokens; {st.long_turns_masked} turns over the turn "
-                      "limit kept as context without loss", highlight=False)
+        say(f"{st.truncated} truncated to {max_tokens} tokens; {st.long_turns_masked} turns over the turn "
+            "limit kept as context without loss")
     if out is not None:
-        console.print(f"manifest: {out}", highlight=False, soft_wrap=True)
+        say(f"manifest: {out}")
     if example is not None:
-        console.print(f"\n{example['trajectory_id']} ({example['task_id']}): {example['n_tokens']} tokens, "
-                      f"{example['n_trained']} trained in {len(spans)} spans", highlight=False)
+        say(f"\n{example['trajectory_id']} ({example['task_id']}): {example['n_tokens']} tokens, "
+            f"{example['n_trained']} trained in {len(spans)} spans")
         i = 0
         for trained, text in parts if context else [(True, span) for span in spans]:
             i += trained
