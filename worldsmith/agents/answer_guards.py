@@ -269,12 +269,11 @@ def _unshown_name(value: str, question: str, outputs: Sequence[str]) -> bool:
     parts = [p for p in (normalise_text(x) for x in re.split(r"[,;]", value)) if p]
     if not parts or any(not re.search(r"[^\W\d_]", p) or re.search(r"\d", p) for p in parts):
         return False  # a number, a date or a mixed value: the number check's, or not checked
-    if all(p in _JUDGEMENTS or len(p) < 2 for p in parts):
+    checked = [p for p in parts if p not in _JUDGEMENTS and len(p) >= 2]
+    if not checked:
         return False
     shown = " ".join(normalise_text(t) for t in (question, *outputs))
-    whole = normalise_text(value)
-    return not _has_words(shown, whole) and any(not _has_words(shown, p) for p in parts
-                                                if p not in _JUDGEMENTS and len(p) >= 2)
+    return not _has_words(shown, normalise_text(value)) and any(not _has_words(shown, p) for p in checked)
 
 
 def _has_words(text: str, words: str) -> bool:
